@@ -1,0 +1,3 @@
+from cutover.cli import main
+
+main()

@@ -1,0 +1,81 @@
+"""The `cutover` command line: thin commands, one error boundary.
+
+Commands parse, call one function, and render. Expected failures are CutoverError
+subclasses and leave through `main` as a message on stderr and their exit code;
+tracebacks only with --debug.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+
+import click
+
+from cutover import __version__, secrets
+from cutover.errors import CutoverError, ExitCode
+
+
+class _ScrubbingHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    def format(self, record: logging.LogRecord) -> str:
+        return secrets.scrub(super().format(record))
+
+
+def _setup_logging(debug: bool, verbose: bool) -> None:
+    handler = _ScrubbingHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("cutover")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
+    root.propagate = False
+    logging.getLogger("cutover.kafka.librdkafka").setLevel(logging.DEBUG if debug else logging.CRITICAL)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="cutover")
+@click.option("--debug", is_flag=True, help="Show debug logs and tracebacks.")
+@click.option("-v", "--verbose", is_flag=True, help="Show informational logs on stderr.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, verbose: bool) -> None:
+    """Move Kafka workloads, and the Iceberg tables fed from them, between clusters: provably, reversibly."""
+    ctx.obj = {"debug": debug}
+    _setup_logging(debug, verbose)
+
+
+def _register() -> None:
+    from cutover.cli import local, plan
+
+    cli.add_command(plan.plan_group)
+    cli.add_command(local.local_group)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI and map every outcome to an exit code."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        code = cli.main(args=argv, prog_name="cutover", standalone_mode=False)
+    except CutoverError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(secrets.scrub(exc.render()), err=True)
+        code = exc.exit_code
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = ExitCode.USAGE if isinstance(exc, click.UsageError) else ExitCode.ERROR
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("interrupted", err=True)
+        code = ExitCode.INTERRUPTED
+    except Exception as exc:  # an unexpected failure: a bug, reported as one
+        if debug:
+            traceback.print_exc()
+        click.echo(secrets.scrub(f"error: unexpected {type(exc).__name__}: {exc}\n"
+                                 "  (a bug in cutover; rerun with --debug for the traceback and report it)"), err=True)
+        code = ExitCode.ERROR
+    sys.exit(int(code or 0) if isinstance(code, int) else 0)
+

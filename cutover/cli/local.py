@@ -1,0 +1,90 @@
+"""`cutover local ...`: the two-cluster sandbox on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cutover.cli.options import output_option
+from cutover.output import Format, emit
+
+_dir_option = click.option(
+    "--dir", "folder", type=click.Path(file_okay=False, path_type=Path), envvar="CUTOVER_SANDBOX",
+    help="Sandbox folder. Env: CUTOVER_SANDBOX; default ~/.cutover/sandbox.",
+)
+_side = click.argument("cluster", type=click.Choice(["old", "new"]))
+
+
+def _sandbox(folder: Path | None) -> Any:
+    from cutover.local.sandbox import Sandbox
+
+    return Sandbox(folder)
+
+
+def _render_status(s: dict[str, Any]) -> str:
+    lines = [f"sandbox {s['dir']}"]
+    for side in ("old", "new"):
+        c = s[side]
+        state = f"running (pid {c['pid']})" if c["running"] else "stopped"
+        lines.append(f"  {side:4} {c['bootstrap']:22} {state:20} {c['security']}")
+    lines.append(f"  catalog {s['catalog']['name']}: {s['catalog']['uri']}")
+    lines.append(f"  plan    {s['plan']}")
+    return "\n".join(lines)
+
+
+@click.group("local")
+def local_group() -> None:
+    """Run a local sandbox: two real KRaft Kafka clusters ("old", "new") and an Iceberg catalog."""
+
+
+@local_group.command("up")
+@_dir_option
+@output_option
+@click.option("--secure", "secure", multiple=True, type=click.Choice(["old", "new"]),
+              help="Start this cluster with SASL/SCRAM and ACLs (users 'admin' and read-only 'reader'). "
+              "Only when the sandbox is first created.")
+def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...]) -> None:
+    """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
+    emit(_sandbox(folder).up(set(secure)), fmt, _render_status)  # type: ignore[arg-type]
+
+
+@local_group.command("status")
+@_dir_option
+@output_option
+def status_cmd(folder: Path | None, fmt: Format) -> None:
+    """Where the clusters listen, whether they run, the catalog, and the generated plan."""
+    emit(_sandbox(folder).status(), fmt, _render_status)
+
+
+@local_group.command("down")
+@_dir_option
+@output_option
+@click.option("--purge", is_flag=True, help="Also delete the sandbox folder: data, logs, catalog and plan.")
+def down_cmd(folder: Path | None, fmt: Format, purge: bool) -> None:
+    """Stop both clusters (data kept unless --purge). Touches nothing the sandbox did not start."""
+    emit(_sandbox(folder).down(purge), fmt,
+         lambda r: f"stopped: {', '.join(r['stopped']) or 'nothing was running'}"
+         + (f"; removed {r['dir']}" if r["purged"] else ""))
+
+
+@local_group.command("stop")
+@_side
+@_dir_option
+@output_option
+@click.option("--kill", is_flag=True, help="SIGKILL instead of a clean shutdown (a crash, for drills).")
+def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool) -> None:
+    """Stop one cluster, keeping its data."""
+    result = _sandbox(folder).stop(cluster, kill)
+    word = "killed" if result["killed"] else "stopped" if result["was_running"] else "was not running"
+    emit(result, fmt, lambda r: f"{r['cluster']}: {word}")
+
+
+@local_group.command("start")
+@_side
+@_dir_option
+@output_option
+def start_cmd(cluster: str, folder: Path | None, fmt: Format) -> None:
+    """Start one stopped cluster on its old port, with its data."""
+    emit(_sandbox(folder).start(cluster), fmt, lambda c: f"{cluster}: running at {c['bootstrap']}")

@@ -1,0 +1,99 @@
+"""One exception tree for cutover.
+
+Every error a user can cause or meet carries its exit code, a message that names the
+thing and the place, and (where there is one) the fix. The CLI error boundary
+(`cutover.cli.main`) is the only place that turns them into output and exit codes, so
+commands raise and never print-and-exit.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The exit codes cutover promises (ARCHITECTURE.md, "Exit codes")."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    REFUSED = 3
+    DIFFERENCES = 4
+    INTERRUPTED = 130
+
+
+class CutoverError(Exception):
+    """Base of every expected failure. Rendered without a traceback."""
+
+    exit_code: ExitCode = ExitCode.ERROR
+    #: Whether running the same command again, unchanged, may succeed.
+    retryable: bool = False
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def render(self) -> str:
+        text = f"error: {self.message}"
+        if self.fix:
+            text += f"\n  fix: {self.fix}"
+        return text
+
+
+class UsageError(CutoverError):
+    """The call itself is wrong: flags, arguments, or an invalid plan file."""
+
+    exit_code = ExitCode.USAGE
+
+
+class PlanError(UsageError):
+    """A plan file that cannot be used. Carries every problem found, not just the first."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        head = problems[0] if len(problems) == 1 else f"{len(problems)} problems in the plan"
+        super().__init__(head)
+
+    def render(self) -> str:
+        if len(self.problems) == 1:
+            return f"error: {self.problems[0]}"
+        lines = [f"error: {self.message}:"]
+        lines += [f"  - {p}" for p in self.problems]
+        return "\n".join(lines)
+
+
+class DependencyMissing(CutoverError):
+    """A program cutover needs (java, mvn) is missing or too old."""
+
+
+class ResolveError(CutoverError):
+    """Maven could not resolve a jar set."""
+
+    retryable = True
+
+
+class UnreachableError(CutoverError):
+    """A cluster or catalog did not answer within the deadline."""
+
+    retryable = True
+
+
+class AccessDenied(CutoverError):
+    """Authentication or authorization failed against a cluster."""
+
+
+class SandboxError(CutoverError):
+    """The local sandbox could not do what was asked."""
+
+
+class Refused(CutoverError):
+    """A precondition or gate refused to let an operation run. Not a failure of cutover."""
+
+    exit_code = ExitCode.REFUSED
+
+
+class DifferencesFound(CutoverError):
+    """Verification found differences beyond a gate."""
+
+    exit_code = ExitCode.DIFFERENCES

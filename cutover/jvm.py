@@ -1,0 +1,185 @@
+"""Java, Maven, and the jar sets cutover runs on the JVM, resolved from Maven Central.
+
+A jar set is data: Maven coordinates plus pinned overrides. `resolve` writes a small
+POM into the cache and lets Maven copy the runtime closure there, once; the folder
+is complete only when its `classpath.txt` exists, so an interrupted download is
+simply redone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cutover.errors import DependencyMissing, ResolveError
+from cutover.output import progress
+
+KAFKA_VERSION = "4.1.1"
+SPARK_VERSION = "4.0.2"  # must equal the installed pyspark version
+ICEBERG_VERSION = "1.11.0"
+
+
+@dataclass(frozen=True)
+class JarSet:
+    name: str
+    artifacts: tuple[str, ...]
+    #: groupId:artifactId:version forced in dependencyManagement.
+    pins: tuple[str, ...] = field(default=())
+
+    def key(self) -> str:
+        digest = hashlib.sha256("\n".join(self.artifacts + self.pins).encode()).hexdigest()[:12]
+        return f"{self.name}-{digest}"
+
+
+#: The broker: Kafka's server jars. Kafka 4 publishes no SLF4J binding; slf4j-simple
+#: matches the slf4j-api 1.7 it depends on, and logs to stderr (the broker log file).
+KAFKA_BROKER = JarSet("kafka-broker", (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}", "org.slf4j:slf4j-simple:1.7.36"))
+
+#: Spark extras: Iceberg runtime, the Kafka source, and the JDBC driver of the SQL catalog.
+#: spark-token-provider-kafka is pinned to 4.0.0: Maven Central serves no 4.0.1+ of it
+#: here, and it only handles Kafka delegation tokens (unchanged across 4.0 patches).
+SPARK_EXTRAS = JarSet(
+    "spark-extras",
+    (
+        f"org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:{ICEBERG_VERSION}",
+        f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",
+        "org.xerial:sqlite-jdbc:3.50.3.0",
+        "org.postgresql:postgresql:42.7.8",
+    ),
+    pins=("org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0",),
+)
+
+#: MirrorMaker 2, the baseline the bench compares the mirror against.
+MIRROR_MAKER = JarSet(
+    "mirror-maker",
+    (f"org.apache.kafka:connect-mirror:{KAFKA_VERSION}", f"org.apache.kafka:connect-runtime:{KAFKA_VERSION}",
+     "org.slf4j:slf4j-simple:1.7.36"),
+)
+
+JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER)}
+
+
+def cutover_home() -> Path:
+    """Where cutover keeps caches and the default sandbox (CUTOVER_HOME, else ~/.cutover)."""
+    return Path(os.environ.get("CUTOVER_HOME") or Path.home() / ".cutover").expanduser()
+
+
+def java() -> str:
+    """The java executable: $JAVA_HOME/bin/java, else java on PATH; version 17 or newer."""
+    home = os.environ.get("JAVA_HOME")
+    exe = str(Path(home) / "bin" / "java") if home and (Path(home) / "bin" / "java").exists() else shutil.which("java")
+    if not exe:
+        raise DependencyMissing(
+            "Java was not found (no java on PATH and no JAVA_HOME)",
+            fix="install a JDK 17 or newer (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless) "
+            "or set JAVA_HOME",
+        )
+    out = subprocess.run([exe, "-version"], capture_output=True, text=True, check=False).stderr
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(m.group(1)) if m else 0
+    if major == 1 and m and m.group(2):
+        major = int(m.group(2))
+    if major < 17:
+        raise DependencyMissing(f"{exe} is Java {major or 'of unknown version'}; cutover needs 17 or newer",
+                                fix="install a JDK 17+ and put it first on PATH or in JAVA_HOME")
+    return exe
+
+
+def maven() -> str:
+    exe = shutil.which("mvn")
+    if not exe:
+        raise DependencyMissing(
+            "Maven (mvn) was not found on PATH; it is needed once, to fetch the Kafka and Spark jars",
+            fix="install Maven 3.6+ (Debian/Ubuntu: apt-get install maven), or copy a resolved "
+            f"jar cache into {cutover_home() / 'jars'}",
+        )
+    return exe
+
+
+def cached(jar_set: JarSet) -> list[Path] | None:
+    """The jars of a set if already resolved, else None."""
+    listing = cutover_home() / "jars" / jar_set.key() / "classpath.txt"
+    if not listing.is_file():
+        return None
+    jars = [Path(line) for line in listing.read_text().splitlines() if line]
+    return jars if all(j.is_file() for j in jars) else None
+
+
+def resolve(jar_set: JarSet) -> list[Path]:
+    """The jar files of a set, fetched by Maven into the cache on first use."""
+    jars = cached(jar_set)
+    if jars is not None:
+        return jars
+    target = cutover_home() / "jars" / jar_set.key()
+    mvn = maven()
+    java()  # Maven needs it too; fail with the clearer message first
+    progress(f"resolving {jar_set.name} jars from Maven Central into {target} (first use only)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{jar_set.name}-", dir=target.parent) as work:
+        work_dir = Path(work)
+        (work_dir / "pom.xml").write_text(_pom(jar_set))
+        (work_dir / "settings.xml").write_text(_SETTINGS.format(url=_central_url()))
+        jars_dir = work_dir / "jars"
+        cmd = [mvn, "-B", "-gs", "settings.xml", "dependency:copy-dependencies",
+               f"-DoutputDirectory={jars_dir}", "-DincludeScope=runtime"]
+        _run_maven(cmd, work_dir, jar_set)
+        if target.exists():
+            shutil.rmtree(target)
+        jars_dir.rename(target)
+    jars = sorted(target.glob("*.jar"))
+    (target / "classpath.txt").write_text("".join(f"{j}\n" for j in jars))
+    progress(f"resolved {len(jars)} jars for {jar_set.name}")
+    return jars
+
+
+def _run_maven(cmd: list[str], cwd: Path, jar_set: JarSet) -> None:
+    tail: list[str] = []
+    with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = re.sub(r"\x1b\[[0-9;]*m", "", line.rstrip())
+            tail = ([*tail, line])[-15:]
+            m = re.match(r"Downloaded from [^:]+: \S*/([^/]+\.jar) \((.*?)\)", line)
+            if m:
+                progress(f"  fetched {m.group(1)} ({m.group(2).split(' at ')[0]})")
+        code = proc.wait()
+    if code != 0:
+        errors = [t for t in tail if t.startswith("[ERROR]")][:3] or tail[-5:]
+        raise ResolveError(
+            f"Maven could not resolve the {jar_set.name} jars:\n    " + "\n    ".join(errors),
+            fix="check access to Maven Central (or set CUTOVER_MAVEN_URL to a mirror) and run again",
+        )
+
+
+def _central_url() -> str:
+    return os.environ.get("CUTOVER_MAVEN_URL", "https://repo.maven.apache.org/maven2")
+
+
+# Route every repository through one URL: Spark's POMs declare a Google mirror that
+# is not reachable from every network. User settings (~/.m2/settings.xml) still apply.
+_SETTINGS = """<settings><mirrors><mirror><id>cutover-central</id><mirrorOf>*</mirrorOf>
+<url>{url}</url></mirror></mirrors></settings>
+"""
+
+
+def _dependency(coord: str) -> str:
+    group, artifact, version = coord.split(":")
+    return (f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
+            f"<version>{version}</version></dependency>")
+
+
+def _pom(jar_set: JarSet) -> str:
+    pins = "".join(_dependency(c) for c in jar_set.pins)
+    deps = "".join(_dependency(c) for c in jar_set.artifacts)
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+<modelVersion>4.0.0</modelVersion><groupId>cutover.local</groupId>
+<artifactId>{jar_set.name}</artifactId><version>1</version><packaging>pom</packaging>
+<dependencyManagement><dependencies>{pins}</dependencies></dependencyManagement>
+<dependencies>{deps}</dependencies></project>
+"""

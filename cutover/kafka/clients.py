@@ -1,0 +1,97 @@
+"""Kafka clients built from a plan's cluster properties.
+
+Every client made here logs through Python logging (not librdkafka's own stderr
+lines), remembers the last error the cluster reported (so a timeout can say "SASL
+authentication failed" instead of "timed out"), and is used with bounded timeouts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from cutover.errors import AccessDenied, UnreachableError, UsageError
+
+log = logging.getLogger("cutover.kafka")
+#: librdkafka's own log lines: shown with --debug only; failures are reported by cutover.
+client_log = logging.getLogger("cutover.kafka.librdkafka")
+
+DEFAULT_TIMEOUT = 10.0
+
+_AUTH_CODES = {
+    KafkaError._AUTHENTICATION,
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.GROUP_AUTHORIZATION_FAILED,
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
+
+
+@dataclass
+class ClusterRef:
+    """A named cluster and its client properties; what errors and logs call it."""
+
+    name: str
+    properties: Mapping[str, str]
+    errors: list[KafkaError] = field(default_factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.properties.get("bootstrap.servers", "?")
+
+    def describe(self) -> str:
+        return f"the {self.name} cluster ({self.bootstrap})"
+
+    def config(self, **extra: Any) -> dict[str, Any]:
+        """Client config: the plan's properties, our logger and error callback, then extras."""
+
+        def on_error(err: KafkaError) -> None:
+            self.errors = ([*self.errors, err])[-5:]
+            log.debug("%s: %s", self.name, err.str())
+
+        conf: dict[str, Any] = dict(self.properties)
+        conf.setdefault("socket.connection.setup.timeout.ms", 5000)
+        conf.update({"logger": client_log, "error_cb": on_error})
+        conf.update(extra)
+        return conf
+
+    def failure(self, exc: BaseException | None, doing: str, client: Any = None) -> Exception:
+        """Turn a client failure into an error that names the cluster and, if known, the cause.
+
+        Pass the client so its queued error callbacks (where librdkafka reports
+        authentication failures) are served first.
+        """
+        if client is not None:
+            client.poll(0.2)
+        kerr = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        candidates = [kerr] if isinstance(kerr, KafkaError) else []
+        candidates += reversed(self.errors)
+        for err in candidates:
+            if err.code() in _AUTH_CODES:
+                return AccessDenied(
+                    f"{self.describe()} refused {doing}: {err.str()}",
+                    fix="check the credentials and ACLs of this principal in the plan",
+                )
+        cause = candidates[0].str() if candidates else (str(exc) if exc else "no answer")
+        return UnreachableError(
+            f"could not reach {self.describe()} while {doing}: {cause}",
+            fix="check bootstrap.servers and that the brokers are up and reachable from here",
+        )
+
+
+def admin(ref: ClusterRef) -> AdminClient:
+    try:
+        return AdminClient(ref.config())
+    except KafkaException as exc:
+        raise _bad_property(ref, exc) from None
+
+
+def _bad_property(ref: ClusterRef, exc: KafkaException) -> UsageError:
+    return UsageError(f"clusters.{ref.name}: the client properties are not accepted: {exc.args[0]}",
+                      fix="fix or remove the property in the plan (see librdkafka's CONFIGURATION.md)")

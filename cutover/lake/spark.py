@@ -1,0 +1,75 @@
+"""The one place a SparkSession is built: Iceberg, the Kafka source and the shared catalog.
+
+Jars come from Maven Central through `cutover.jvm` (cached), and are passed as
+`spark.jars`, so a remote master ships them to its executors. Jars pyspark already
+bundles are left out, so no two versions of a library share the classpath.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cutover import jvm
+from cutover.errors import DependencyMissing, UsageError
+from cutover.lake import catalog as catalog_mod
+from cutover.plan import Plan
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+
+
+def _artifact(jar: Path) -> str:
+    m = _VERSIONED.match(jar.name)
+    return m.group("artifact") if m else jar.stem
+
+
+def extra_jars() -> list[Path]:
+    """Iceberg + Kafka source + JDBC driver jars not already shipped inside pyspark."""
+    import pyspark
+
+    if pyspark.__version__ != jvm.SPARK_VERSION:
+        raise DependencyMissing(
+            f"pyspark {pyspark.__version__} is installed, but cutover's Spark jars are for {jvm.SPARK_VERSION}",
+            fix=f"pip install pyspark=={jvm.SPARK_VERSION}",
+        )
+    bundled = {_artifact(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [j for j in jvm.resolve(jvm.SPARK_EXTRAS) if _artifact(j) not in bundled]
+
+
+def session_conf(plan: Plan, app_name: str) -> dict[str, str]:
+    """Every setting the session gets; the plan's own spark.conf wins over defaults."""
+    cat = plan.spec.catalog
+    if cat is None:
+        raise UsageError(f"{plan.file}: catalog: required for Spark jobs",
+                         fix="add a catalog section with the Iceberg catalog's uri")
+    conf = {
+        "spark.app.name": app_name,
+        "spark.master": plan.spec.spark.master,
+        "spark.jars": ",".join(str(j) for j in extra_jars()),
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": "2g",
+    }
+    conf.update(catalog_mod.spark_conf(cat))
+    conf.update(plan.spec.spark.conf)
+    return conf
+
+
+def session(plan: Plan, app_name: str = "cutover") -> SparkSession:
+    """A SparkSession for the plan (reused if one is already running in this process)."""
+    jvm.java()
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for key, value in session_conf(plan, app_name).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

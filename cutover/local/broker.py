@@ -1,0 +1,200 @@
+"""One single-node KRaft Kafka broker process: configure, format, start, wait, stop.
+
+A broker is identified by its folder. Stopping checks that the PID still runs our
+server.properties before signalling it, so a recycled PID is never killed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from cutover import jvm
+from cutover.errors import SandboxError
+
+READY_TIMEOUT = 90.0
+STOP_TIMEOUT = 30.0
+ADMIN_USER = "admin"
+READER_USER = "reader"
+
+
+class PortInUse(SandboxError):
+    """The broker could not bind one of its ports (someone took it after we chose it)."""
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    name: str
+    folder: Path
+    port: int
+    controller_port: int
+    cluster_id: str
+    #: SASL/SCRAM on the client listener and ACLs enforced (StandardAuthorizer).
+    secure: bool = False
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def config_file(self) -> Path:
+        return self.folder / "server.properties"
+
+    @property
+    def log_file(self) -> Path:
+        return self.folder / "broker.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.folder / "data"
+
+
+def new_cluster_id() -> str:
+    """Kafka's Uuid string form: URL-safe base64 of 16 random bytes, no padding, no leading '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def render_config(spec: BrokerSpec, admin_password: str | None) -> str:
+    client = "SASL_PLAINTEXT" if spec.secure else "PLAINTEXT"
+    lines = [
+        "process.roles=broker,controller",
+        "node.id=1",
+        f"controller.quorum.bootstrap.servers=127.0.0.1:{spec.controller_port}",
+        f"listeners={client}://127.0.0.1:{spec.port},CONTROLLER://127.0.0.1:{spec.controller_port}",
+        f"advertised.listeners={client}://127.0.0.1:{spec.port}",
+        "controller.listener.names=CONTROLLER",
+        f"listener.security.protocol.map={client}:{client},CONTROLLER:PLAINTEXT",
+        f"inter.broker.listener.name={client}",
+        f"log.dirs={spec.data_dir}",
+        "num.partitions=1",
+        "auto.create.topics.enable=false",
+        "offsets.topic.replication.factor=1",
+        "offsets.topic.num.partitions=5",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "transaction.state.log.num.partitions=5",
+        "share.coordinator.state.topic.replication.factor=1",
+        "share.coordinator.state.topic.min.isr=1",
+        "group.initial.rebalance.delay.ms=0",
+        "log.cleaner.backoff.ms=1000",
+    ]
+    if spec.secure:
+        assert admin_password is not None
+        lines += [
+            "sasl.enabled.mechanisms=SCRAM-SHA-256",
+            "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config="
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{ADMIN_USER}" password="{admin_password}";',
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            # ANONYMOUS only ever arrives on the loopback CONTROLLER listener (the node
+            # talking to its own controller); client listeners all authenticate.
+            f"super.users=User:{ADMIN_USER};User:ANONYMOUS",
+            "allow.everyone.if.no.acl.found=false",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _classpath() -> str:
+    return os.pathsep.join(str(j) for j in jvm.resolve(jvm.KAFKA_BROKER))
+
+
+def _jvm_cmd(main: str, *args: str) -> list[str]:
+    return [jvm.java(), "-Xms128m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-cp", _classpath(), main, *args]
+
+
+def format_storage(spec: BrokerSpec, scram_users: dict[str, str]) -> None:
+    """Write the config and format the log folder (once; KRaft needs it before first start)."""
+    spec.folder.mkdir(parents=True, exist_ok=True)
+    cmd = _jvm_cmd("kafka.tools.StorageTool", "format", "-t", spec.cluster_id,
+                   "-c", str(spec.config_file), "--standalone")
+    for user, password in scram_users.items():
+        cmd += ["--add-scram", f"SCRAM-SHA-256=[name={user},password={password}]"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        output = done.stdout[-800:] + done.stderr[-800:]
+        raise SandboxError(f"formatting the {spec.name} broker's storage failed:\n{output}",
+                           fix=f"remove {spec.folder} (cutover local down --purge) and run up again")
+
+
+def start(spec: BrokerSpec) -> int:
+    """Start the broker in its own session; return its PID once it accepts connections."""
+    with open(spec.log_file, "ab") as log:
+        log.write(f"\n===== cutover: starting broker {spec.name} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(_jvm_cmd("kafka.Kafka", str(spec.config_file)), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=spec.folder)
+    (spec.folder / "broker.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + READY_TIMEOUT
+    offset = spec.log_file.stat().st_size
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = _tail(spec.log_file, offset)
+            if "Address already in use" in tail or "BindException" in tail:
+                raise PortInUse(f"the {spec.name} broker's port is taken")
+            raise SandboxError(f"the {spec.name} broker exited during start (code {proc.returncode}); "
+                               f"last lines of {spec.log_file}:\n{tail[-1500:]}")
+        if _accepts(spec.port) and "Kafka Server started" in _tail(spec.log_file, offset):
+            return proc.pid
+        time.sleep(0.2)
+    stop(spec, proc.pid, kill=True)
+    raise SandboxError(f"the {spec.name} broker did not start within {READY_TIMEOUT:.0f}s",
+                       fix=f"read {spec.log_file}")
+
+
+def running(spec: BrokerSpec, pid: int | None) -> bool:
+    """True when `pid` is alive and is this broker (its command line names our config)."""
+    if not pid:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return str(spec.config_file).encode() in cmdline
+
+
+def stop(spec: BrokerSpec, pid: int | None, kill: bool = False) -> bool:
+    """Stop the broker (SIGTERM, or SIGKILL with kill=True). Returns whether it was running."""
+    if not running(spec, pid):
+        return False
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while running(spec, pid):
+        _reap(pid)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + STOP_TIMEOUT
+        time.sleep(0.1)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if we are the parent (a zombie still has a cmdline)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _tail(file: Path, offset: int) -> str:
+    with open(file, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")

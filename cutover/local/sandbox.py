@@ -1,0 +1,337 @@
+"""The local sandbox: two single-node KRaft clusters ("old", "new") and an Iceberg catalog.
+
+Everything lives in one folder: a state file (ports, cluster ids, PIDs), one folder
+per broker (config, data, broker.log), the SQLite catalog and warehouse, and a
+generated plan with its secrets file. Commands take a lock on the folder, so two
+`up`s cannot race. Ports are chosen once and kept, so the plan stays valid across
+stop/start.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets as pysecrets
+import shutil
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cutover import jvm
+from cutover.errors import SandboxError, UsageError
+from cutover.local import broker
+from cutover.output import progress
+
+Side = Literal["old", "new"]
+SIDES: tuple[Side, ...] = ("old", "new")
+STATE_VERSION = 1
+CATALOG_NAME = "cutover"
+_PORT_TRIES = 5
+
+
+def default_dir() -> Path:
+    return Path(os.environ.get("CUTOVER_SANDBOX") or jvm.cutover_home() / "sandbox").expanduser().absolute()
+
+
+@dataclass
+class ClusterState:
+    port: int
+    controller_port: int
+    cluster_id: str
+    secure: bool = False
+    pid: int | None = None
+
+
+@dataclass
+class State:
+    clusters: dict[str, ClusterState] = field(default_factory=dict)
+    version: int = STATE_VERSION
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Sandbox:
+    def __init__(self, folder: Path | None = None) -> None:
+        self.dir = (folder or default_dir()).absolute()
+
+    # ----- files
+    @property
+    def state_file(self) -> Path:
+        return self.dir / "state.json"
+
+    @property
+    def plan_file(self) -> Path:
+        return self.dir / "plan.yaml"
+
+    @property
+    def secrets_file(self) -> Path:
+        return self.dir / "secrets.env"
+
+    @property
+    def catalog_db(self) -> Path:
+        return self.dir / "catalog.db"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.dir / "warehouse"
+
+    def spec(self, side: Side, st: ClusterState) -> broker.BrokerSpec:
+        return broker.BrokerSpec(side, self.dir / side, st.port, st.controller_port, st.cluster_id, st.secure)
+
+    def exists(self) -> bool:
+        return self.state_file.is_file()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / ".lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise SandboxError(f"another cutover command is working on the sandbox in {self.dir}",
+                                   fix="wait for it to finish") from None
+            yield
+
+    def _load(self) -> State:
+        if not self.exists():
+            raise SandboxError(f"no sandbox in {self.dir}", fix="run: cutover local up")
+        raw = json.loads(self.state_file.read_text())
+        if raw.get("version") != STATE_VERSION:
+            raise SandboxError(f"{self.state_file} has state version {raw.get('version')}; this cutover reads "
+                               f"{STATE_VERSION}", fix="cutover local down --purge, then up")
+        return State(clusters={k: ClusterState(**v) for k, v in raw["clusters"].items()})
+
+    def _save(self, state: State) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(state), indent=2, sort_keys=True))
+        tmp.replace(self.state_file)
+
+    def _secrets(self) -> dict[str, str]:
+        if not self.secrets_file.is_file():
+            return {}
+        from cutover.plan.source import read_env_file
+
+        return read_env_file(self.secrets_file)
+
+    # ----- lifecycle
+    def up(self, secure: set[Side] | None = None) -> dict[str, Any]:
+        """Create (first time) and start whatever is not running. Idempotent."""
+        secure = secure or set()
+        with self._locked():
+            jvm.java()
+            jvm.resolve(jvm.KAFKA_BROKER)
+            state = self._load() if self.exists() else self._create(secure)
+            for side in SIDES:
+                if secure and state.clusters[side].secure != (side in secure):
+                    raise UsageError(f"the sandbox in {self.dir} already exists with different security settings",
+                                     fix="cutover local down --purge, then up with the options you want")
+            for side in SIDES:
+                self._ensure_running(state, side)
+            self._init_catalog()
+            self._write_plan(state)
+            return self._describe(state)
+
+    def _create(self, secure: set[Side]) -> State:
+        progress(f"creating sandbox in {self.dir}")
+        state = State()
+        secrets_env: dict[str, str] = {}
+        for side in SIDES:
+            st = ClusterState(port=free_port(), controller_port=free_port(), cluster_id=broker.new_cluster_id(),
+                              secure=side in secure)
+            state.clusters[side] = st
+            if st.secure:
+                for user in (broker.ADMIN_USER, broker.READER_USER):
+                    secrets_env[_password_var(side, user)] = pysecrets.token_urlsafe(18)
+        self._write_secrets(secrets_env)
+        for side in SIDES:
+            self._format(state, side)
+        self._save(state)
+        return state
+
+    def _write_secrets(self, values: dict[str, str]) -> None:
+        body = "# Generated by cutover local up: passwords of the sandbox's SCRAM users.\n"
+        body += "".join(f"{k}={v}\n" for k, v in sorted(values.items()))
+        fd = os.open(self.secrets_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(body)
+
+    def _format(self, state: State, side: Side) -> None:
+        st = state.clusters[side]
+        spec = self.spec(side, st)
+        pw = self._secrets()
+        admin_pw = pw.get(_password_var(side, broker.ADMIN_USER))
+        spec.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(broker.render_config(spec, admin_pw))
+        users = {u: pw[_password_var(side, u)] for u in (broker.ADMIN_USER, broker.READER_USER)} if st.secure else {}
+        if not spec.data_dir.exists():
+            broker.format_storage(spec, users)
+
+    def _ensure_running(self, state: State, side: Side) -> None:
+        st = state.clusters[side]
+        if not broker.running(self.spec(side, st), st.pid):
+            self._start(state, side)
+        if st.secure:
+            self._grant_reader(side, st)
+
+    def _start(self, state: State, side: Side) -> None:
+        st = state.clusters[side]
+        for attempt in range(_PORT_TRIES):
+            spec = self.spec(side, st)
+            progress(f"starting the {side} cluster on {spec.bootstrap}")
+            try:
+                st.pid = broker.start(spec)
+                break
+            except broker.PortInUse:
+                if _has_started_before(spec) or attempt == _PORT_TRIES - 1:
+                    raise SandboxError(f"port {st.port} or {st.controller_port} of the {side} cluster is in use",
+                                       fix="free the port, or cutover local down --purge to choose new ports") \
+                        from None
+                # Never started: choose new ports. The storage records the controller's
+                # endpoint (--standalone), so it is formatted again for the new one.
+                st.port, st.controller_port = free_port(), free_port()
+                progress(f"a port was taken; moving the {side} cluster to 127.0.0.1:{st.port}")
+                shutil.rmtree(spec.data_dir, ignore_errors=True)
+                self._format(state, side)
+        self._save(state)
+        progress(f"{side} cluster up at 127.0.0.1:{st.port} (log: {self.spec(side, st).log_file})")
+
+    def _grant_reader(self, side: Side, st: ClusterState) -> None:
+        """The reader principal may read and describe everything, and write nothing."""
+        from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+        from cutover.kafka.clients import ClusterRef, admin
+
+        ref = ClusterRef(side, self.client_properties(side, st, broker.ADMIN_USER))
+        grants = [(ResourceType.TOPIC, "*", op) for op in
+                  (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS)]
+        grants += [(ResourceType.GROUP, "*", op) for op in (AclOperation.READ, AclOperation.DESCRIBE)]
+        grants += [(ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),
+                   (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE_CONFIGS)]
+        bindings = [AclBinding(rt, name, ResourcePatternType.LITERAL, f"User:{broker.READER_USER}", "*", op,
+                               AclPermissionType.ALLOW) for rt, name, op in grants]
+        client = admin(ref)  # keep a reference: the futures die with the client
+        for fut in client.create_acls(bindings, request_timeout=15).values():
+            try:
+                fut.result(timeout=20)
+            except Exception as exc:
+                raise ref.failure(exc, "creating the reader ACLs") from None
+
+    def client_properties(self, side: Side, st: ClusterState, user: str = broker.ADMIN_USER,
+                          reveal: bool = True) -> dict[str, str]:
+        """Client properties for a sandbox cluster; the password as ${VAR} unless reveal."""
+        props = {"bootstrap.servers": f"127.0.0.1:{st.port}"}
+        if st.secure:
+            var = _password_var(side, user)
+            props.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+                          "sasl.username": user,
+                          "sasl.password": self._secrets()[var] if reveal else f"${{{var}}}"})
+        return props
+
+    def _init_catalog(self) -> None:
+        """Create the SQL catalog's tables with the V1 schema that both sides can use."""
+        from cutover.lake import catalog
+
+        self.warehouse.mkdir(parents=True, exist_ok=True)
+        catalog.load(self.catalog_spec())
+
+    def catalog_spec(self) -> Any:
+        from cutover.plan.model import Catalog
+
+        return Catalog(name=CATALOG_NAME, uri=f"sqlite:///{self.catalog_db}", warehouse=self.warehouse.as_uri())
+
+    def _write_plan(self, state: State) -> None:
+        import yaml
+
+        cat = self.catalog_spec()
+        plan = {
+            "version": 1,
+            "name": "sandbox",
+            "env_file": self.secrets_file.name,
+            "clusters": {s: self.client_properties(s, state.clusters[s], reveal=False) for s in SIDES},
+            "topics": {"include": [".*"], "exclude": [r"__.*", r"_.*"]},
+            "groups": {"include": [".*"]},
+            "catalog": {"name": cat.name, "type": "sql", "uri": cat.uri, "warehouse": cat.warehouse},
+            "spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}},
+            "mirror": {"replication_factor": 1, "group_sync_interval": "5s"},
+            "routing": {"file": "routing.json"},
+            "tables": [],
+        }
+        header = ("# Generated by `cutover local up` for the local sandbox; rewritten on every up.\n"
+                  "# Copy it before editing. Every key is documented in samples/plan.yaml.\n")
+        tmp = self.plan_file.with_suffix(".tmp")
+        tmp.write_text(header + yaml.safe_dump(plan, sort_keys=False))
+        tmp.replace(self.plan_file)
+
+    def down(self, purge: bool = False) -> dict[str, Any]:
+        """Stop both brokers. Data is kept unless purge; nothing outside the folder is touched."""
+        if not self.exists():
+            if purge and self.dir.exists():
+                shutil.rmtree(self.dir)
+            return {"dir": str(self.dir), "stopped": [], "purged": purge}
+        with self._locked():
+            state = self._load()
+            stopped = [s for s in SIDES if self._stop(state, s, kill=False)]
+        if purge:
+            shutil.rmtree(self.dir)
+        return {"dir": str(self.dir), "stopped": stopped, "purged": purge}
+
+    def stop(self, side: Side, kill: bool = False) -> dict[str, Any]:
+        with self._locked():
+            state = self._load()
+            was = self._stop(state, side, kill)
+            return {"cluster": side, "was_running": was, "killed": kill and was}
+
+    def start(self, side: Side) -> dict[str, Any]:
+        with self._locked():
+            state = self._load()
+            self._ensure_running(state, side)
+            return self._describe(state)[side]
+
+    def _stop(self, state: State, side: Side, kill: bool) -> bool:
+        st = state.clusters[side]
+        progress(f"{'killing' if kill else 'stopping'} the {side} cluster")
+        was = broker.stop(self.spec(side, st), st.pid, kill=kill)
+        st.pid = None
+        self._save(state)
+        return was
+
+    def status(self) -> dict[str, Any]:
+        return self._describe(self._load())
+
+    def _describe(self, state: State) -> dict[str, Any]:
+        out: dict[str, Any] = {"dir": str(self.dir), "plan": str(self.plan_file)}
+        for side in SIDES:
+            st = state.clusters[side]
+            spec = self.spec(side, st)
+            alive = broker.running(spec, st.pid)
+            out[side] = {
+                "bootstrap": spec.bootstrap,
+                "running": alive,
+                "pid": st.pid if alive else None,
+                "cluster_id": st.cluster_id,
+                "security": "SASL_PLAINTEXT/SCRAM-SHA-256" if st.secure else "PLAINTEXT",
+                "users": [broker.ADMIN_USER, broker.READER_USER] if st.secure else [],
+                "log": str(spec.log_file),
+            }
+        cat = self.catalog_spec()
+        out["catalog"] = {"name": cat.name, "type": "sql", "uri": cat.uri, "warehouse": cat.warehouse}
+        return out
+
+
+def _password_var(side: str, user: str) -> str:
+    return f"CUTOVER_SANDBOX_{side.upper()}_{user.upper()}_PASSWORD"
+
+
+def _has_started_before(spec: broker.BrokerSpec) -> bool:
+    """A broker that ran before is known to clients by its port: do not move it."""
+    return spec.log_file.exists() and "Kafka Server started" in spec.log_file.read_text(errors="replace")

@@ -1,0 +1,67 @@
+"""The migration plan: load, interpolate ${ENV}, validate, and hand out typed data."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from cutover import secrets
+from cutover.errors import PlanError
+from cutover.plan.model import ClusterSide, Plan, PlanSpec, TablePair
+from cutover.plan.schema import Builder
+from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
+
+__all__ = ["ClusterSide", "Plan", "PlanSpec", "TablePair", "load_plan"]
+
+
+def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
+    """Read and validate a plan. Raises PlanError listing every problem found."""
+    path = Path(file).expanduser().absolute()
+    doc = read_document(path)
+    if not isinstance(doc.data, dict):
+        raise PlanError([f"{path}: the plan must be a mapping of keys (found {type(doc.data).__name__})"])
+
+    env = dict(os.environ if environ is None else environ)
+    env_file = doc.data.get("env_file")
+    if isinstance(env_file, str):
+        env_path = Path(env_file).expanduser()
+        env_path = env_path if env_path.is_absolute() else path.parent / env_path
+        if not env_path.is_file():
+            raise PlanError([f"{doc.where(('env_file',))}: file {env_path} not found "
+                             "(fix: create it, or remove env_file)"])
+        env = {**read_env_file(env_path), **env}  # the real environment wins
+
+    problems = interpolate(doc, env)
+    builder = Builder(doc)
+    spec = builder.build(PlanSpec, doc.data, ())
+    problems += builder.problems
+    if spec is not None and not problems:
+        problems += _cross_checks(spec, doc.where)
+    if problems:
+        raise PlanError(problems)
+    for side in ("old", "new"):
+        secrets.register_config(getattr(spec.clusters, side))
+    secrets.register_config(spec.catalog.properties if spec.catalog else {})
+    return Plan(spec=spec, file=path)
+
+
+def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
+    """Rules that span fields: required client properties, unique table names."""
+    problems: list[str] = []
+    for side in ("old", "new"):
+        props = getattr(spec.clusters, side)
+        if not props.get("bootstrap.servers"):
+            problems.append(f"{where(('clusters', side))}: 'bootstrap.servers' is required "
+                            "(fix: host:port of one or more brokers, comma-separated)")
+    seen: dict[str, PathKey] = {}
+    for i, t in enumerate(spec.tables):
+        for key in ("old", "new"):
+            name = getattr(t, key)
+            if name in seen:
+                problems.append(f"{where(('tables', i, key))}: table {name} is already used at "
+                                f"{where(seen[name]).split(': ', 1)[1]} (fix: each table appears once)")
+            seen[name] = ("tables", i, key)
+        if t.format == "raw" and t.schema:
+            problems.append(f"{where(('tables', i, 'schema'))}: a schema only applies to format json")
+    return problems

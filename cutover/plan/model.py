@@ -1,0 +1,196 @@
+"""The migration plan, as typed data. These dataclasses are also the plan's schema.
+
+samples/plan.yaml documents every key; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from cutover.plan.schema import Duration
+
+
+def _regexes(patterns: list[str]) -> str | None:
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            return f"'{p}' is not a valid regular expression: {exc}"
+    return None
+
+
+def _table_name(name: str) -> str | None:
+    parts = name.split(".")
+    if len(parts) < 2 or not all(parts):
+        return f"'{name}' is not a table name of the form namespace.table"
+    return None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Names selected by regular expressions (full match): included and not excluded."""
+
+    include: list[str] = field(default_factory=lambda: [".*"], metadata={"check": _regexes})
+    exclude: list[str] = field(default_factory=list, metadata={"check": _regexes})
+
+    def matches(self, name: str) -> bool:
+        return any(re.fullmatch(p, name) for p in self.include) and not any(
+            re.fullmatch(p, name) for p in self.exclude
+        )
+
+    def select(self, names: list[str]) -> list[str]:
+        return sorted(n for n in names if self.matches(n))
+
+
+_COLUMN_TYPE = re.compile(r"string|long|int|double|float|boolean|timestamp|date|binary|decimal\(\d+,\s*\d+\)")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    #: string, long, int, double, float, boolean, timestamp, date, binary, decimal(p,s)
+    type: str = field(metadata={"check": lambda t: None if _COLUMN_TYPE.fullmatch(t) else
+                                f"unknown column type '{t}' (use string, long, int, double, float, "
+                                "boolean, timestamp, date, binary or decimal(p,s))"})
+    nullable: bool = True
+
+
+
+@dataclass(frozen=True)
+class OffsetColumns:
+    """Names of the Kafka metadata columns in the old table, when it has them."""
+
+    partition: str
+    offset: str
+    topic: str | None = None
+
+
+@dataclass(frozen=True)
+class TablePair:
+    topic: str
+    old: str = field(metadata={"check": _table_name, "fix": "name the existing pipeline's table, namespace.table"})
+    new: str = field(metadata={"check": _table_name, "fix": "name the table cutover shadow writes, namespace.table"})
+    format: Literal["json", "raw"] = "json"
+    #: For json: the payload columns. Absent: inferred from a sample of the topic.
+    schema: list[Column] | None = None
+    #: Iceberg partition transforms over columns, e.g. "day(timestamp)", "bucket(16, key)".
+    partition_by: list[str] = field(default_factory=list)
+    old_offset_columns: OffsetColumns | None = None
+    #: Columns that identify a row, for reconciling an old table without offset columns.
+    key: list[str] = field(default_factory=list)
+    #: great-expectations suites (files in checks/) run against both tables.
+    checks: list[str] = field(default_factory=list)
+    on_bad_record: Literal["dead-letter", "fail"] = "dead-letter"
+    schema_drift: Literal["evolve", "fail", "dead-letter"] = "evolve"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """One Iceberg catalog shared by pyiceberg and Spark (same name on both sides)."""
+
+    uri: str = field(metadata={"fix": "e.g. sqlite:////abs/path/catalog.db or postgresql+psycopg2://host/db"})
+    name: str = "cutover"
+    type: Literal["sql", "rest"] = "sql"
+    warehouse: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Spark:
+    master: str = "local[*]"
+    conf: dict[str, str] = field(default_factory=dict)
+    trigger_interval: Duration = Duration(10)
+    checkpoint_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class Mirror:
+    replication_factor: int = field(default=3, metadata={"check": lambda n: None if n >= 1 else "must be at least 1"})
+    group_sync_interval: Duration = Duration(10)
+    #: Prefix of the transactional ids and internal topics the mirror keeps on the new cluster.
+    state_prefix: str = "__cutover"
+
+
+@dataclass(frozen=True)
+class Gates:
+    max_mirror_lag: int = 0
+    verify_max_age: Duration = Duration(3600)
+    max_missing_rows: int = 0
+    max_extra_rows: int = 0
+    max_mismatched_rows: int = 0
+    max_duplicate_rows: int = 0
+    quiet_period: Duration = Duration(10)
+
+
+HOOK_EVENTS = (
+    "freeze_producers", "stop_consumers", "switch_clients", "stop_old_writer", "resume",
+    "before_step", "after_step", "on_success", "on_failure",
+)
+
+
+def _hook_events(hooks: dict[str, str]) -> str | None:
+    unknown = sorted(set(hooks) - set(HOOK_EVENTS))
+    if unknown:
+        return f"unknown hook event(s) {', '.join(unknown)}; events are: {', '.join(HOOK_EVENTS)}"
+    return None
+
+
+@dataclass(frozen=True)
+class Routing:
+    """The file clients read the active cluster's bootstrap servers from."""
+
+    file: str
+
+
+@dataclass(frozen=True)
+class Clusters:
+    old: dict[str, str] = field(metadata={"fix": "the old cluster's client properties, at least bootstrap.servers"})
+    new: dict[str, str] = field(metadata={"fix": "the new cluster's client properties, at least bootstrap.servers"})
+
+
+@dataclass(frozen=True)
+class PlanSpec:
+    """What the YAML holds. `Plan` adds where it came from."""
+
+    clusters: Clusters
+    name: str = "migration"
+    version: int = field(default=1, metadata={"check": lambda v: None if v == 1 else
+                                              f"plan version {v} is not supported by this cutover (supports 1)"})
+    env_file: str | None = None
+    topics: Selection = field(default_factory=Selection)
+    groups: Selection = field(default_factory=Selection)
+    tables: list[TablePair] = field(default_factory=list)
+    catalog: Catalog | None = None
+    spark: Spark = field(default_factory=Spark)
+    mirror: Mirror = field(default_factory=Mirror)
+    gates: Gates = field(default_factory=Gates)
+    hooks: dict[str, str] = field(default_factory=dict, metadata={"check": _hook_events})
+    routing: Routing | None = None
+
+
+ClusterSide = Literal["old", "new"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: PlanSpec
+    file: Path
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def base_dir(self) -> Path:
+        return self.file.parent
+
+    def cluster(self, side: ClusterSide) -> dict[str, str]:
+        return self.spec.clusters.old if side == "old" else self.spec.clusters.new
+
+    def resolve(self, relative: str) -> Path:
+        """A path written in the plan, relative to the plan file's folder."""
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p)

@@ -1,0 +1,148 @@
+"""Reading a plan file: YAML with line numbers kept, and ${ENV_VAR} interpolation.
+
+The validator reports problems as `plan.yaml:12: tables[0].new: required`, so the
+reader keeps, for every key path, the line it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cutover.errors import PlanError
+
+PathKey = tuple[str | int, ...]
+
+_ENV_REF = re.compile(r"\$\$|\$\{([^}]*)\}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def render_path(path: PathKey) -> str:
+    """`("tables", 0, "new")` -> `tables[0].new`; dotted keys are quoted."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif "." in part or not part:
+            out += f"[{part!r}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+@dataclass
+class Document:
+    """A parsed YAML document plus where each key path came from."""
+
+    file: Path
+    data: Any
+    lines: dict[PathKey, int] = field(default_factory=dict)
+
+    def where(self, path: PathKey) -> str:
+        """`plan.yaml:12: tables[0].new` — the nearest line known for the path."""
+        for n in range(len(path), -1, -1):
+            line = self.lines.get(path[:n])
+            if line is not None:
+                return f"{self.file}:{line}: {render_path(path)}"
+        return f"{self.file}: {render_path(path)}"
+
+
+def read_document(file: Path) -> Document:
+    """Parse YAML keeping line numbers. Syntax errors name line and column."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError([f"{file}: plan file not found (fix: check the --plan path)"]) from None
+    except OSError as exc:
+        raise PlanError([f"{file}: cannot read the plan file: {exc.strerror}"]) from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else str(file)
+        raise PlanError([f"{where}: YAML syntax error: {exc.problem or exc.context}"]) from None
+    finally:
+        loader.dispose()
+    doc = Document(file=file, data=None)
+    if node is None:
+        doc.data = {}
+        return doc
+    problems: list[str] = []
+    doc.data = _to_python(node, (), doc, loader, problems)
+    if problems:
+        raise PlanError(problems)
+    return doc
+
+
+def _to_python(node: yaml.Node, path: PathKey, doc: Document, loader: yaml.SafeLoader, problems: list[str]) -> Any:
+    doc.lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node)
+            key = str(key)
+            child = (*path, key)
+            doc.lines[child] = key_node.start_mark.line + 1
+            if key in out:
+                problems.append(f"{doc.where(child)}: duplicate key (fix: keep one of them)")
+            out[key] = _to_python(value_node, child, doc, loader, problems)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(v, (*path, i), doc, loader, problems) for i, v in enumerate(node.value)]
+    return loader.construct_object(node)
+
+
+def read_env_file(file: Path) -> dict[str, str]:
+    """KEY=VALUE lines (blank lines and # comments ignored), as in docker compose's env_file."""
+    values: dict[str, str] = {}
+    for n, raw in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        if not sep or not _ENV_NAME.fullmatch(key):
+            raise PlanError([f"{file}:{n}: expected KEY=VALUE (fix: one variable a line)"])
+        values[key] = value.strip().strip("'\"")
+    return values
+
+
+def interpolate(doc: Document, env: Mapping[str, str]) -> list[str]:
+    """Replace ${VAR} in every string value, in place. `$$` is a literal `$`.
+
+    Returns the problems found (unset or malformed references), each naming the key.
+    """
+    problems: list[str] = []
+
+    def sub(value: Any, path: PathKey) -> Any:
+        if isinstance(value, dict):
+            return {k: sub(v, (*path, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [sub(v, (*path, i)) for i, v in enumerate(value)]
+        if not isinstance(value, str) or "$" not in value:
+            return value
+
+        def one(m: re.Match[str]) -> str:
+            if m.group(0) == "$$":
+                return "$"
+            name = m.group(1)
+            if not _ENV_NAME.fullmatch(name):
+                problems.append(f"{doc.where(path)}: '${{{name}}}' is not a valid variable reference "
+                                "(fix: use ${NAME} with letters, digits and _)")
+                return ""
+            if name not in env:
+                problems.append(f"{doc.where(path)}: environment variable {name} is not set "
+                                "(fix: export it, or define it in the plan's env_file)")
+                return ""
+            return env[name]
+
+        return _ENV_REF.sub(one, value)
+
+    doc.data = sub(doc.data, ())
+    return problems

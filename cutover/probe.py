@@ -1,0 +1,95 @@
+"""`cutover plan check`: connect to what a plan names and report what is there.
+
+Read-only. Every cluster and the catalog are asked within a deadline; a failure of one
+is reported next to what the others answered, so one run shows everything wrong.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any
+
+from cutover.errors import CutoverError
+from cutover.kafka.clients import ClusterRef
+from cutover.kafka.inspect import ClusterView, view
+from cutover.plan import ClusterSide, Plan
+
+
+def check(plan: Plan, timeout: float) -> dict[str, Any]:
+    """The report; `ok` is False when any cluster or the catalog could not be used."""
+    sides: tuple[ClusterSide, ...] = ("old", "new")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {s: pool.submit(view, ClusterRef(s, plan.cluster(s)), timeout) for s in sides}
+        report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name}
+        for side in sides:
+            report[side] = _cluster_report(plan, side, futures[side])
+    report["catalog"] = _catalog_report(plan)
+    report["ok"] = all(report[s]["reachable"] for s in sides) and report["catalog"]["reachable"]
+    return report
+
+
+def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Future[ClusterView]) -> dict[str, Any]:
+    base = {"bootstrap": plan.cluster(side).get("bootstrap.servers")}
+    try:
+        v = future.result()
+    except CutoverError as exc:
+        return {**base, "reachable": False, "error": exc.message}
+    topics = plan.spec.topics.select(list(v.topics))
+    return {
+        **base,
+        "reachable": True,
+        "cluster_id": v.cluster_id,
+        "brokers": v.brokers,
+        "topics": {t: v.topics[t] for t in topics},
+        "topics_total": len(v.topics),
+        "groups": plan.spec.groups.select(v.groups),
+        "groups_total": len(v.groups),
+    }
+
+
+def _catalog_report(plan: Plan) -> dict[str, Any]:
+    cat = plan.spec.catalog
+    if cat is None:
+        return {"reachable": True, "configured": False, "tables": []}
+    from cutover.lake import catalog
+
+    try:
+        iceberg = catalog.load(cat)
+        tables = []
+        for pair in plan.spec.tables:
+            for role in ("old", "new"):
+                name = getattr(pair, role)
+                tables.append({"topic": pair.topic, "role": role, "table": name,
+                               "exists": iceberg.table_exists(name)})
+    except CutoverError as exc:
+        return {"reachable": False, "configured": True, "name": cat.name, "error": exc.message}
+    return {"reachable": True, "configured": True, "name": cat.name, "tables": tables}
+
+
+def render(report: dict[str, Any]) -> str:
+    from cutover.output import table
+
+    lines = [f"plan {report['name']} ({report['plan']})"]
+    for side in ("old", "new"):
+        c = report[side]
+        if not c["reachable"]:
+            lines.append(f"{side} cluster {c['bootstrap']}: FAILED: {c['error']}")
+            continue
+        lines.append(f"{side} cluster {c['bootstrap']}: id {c['cluster_id']}, {c['brokers']} broker(s)")
+        lines.append(f"  topics selected: {len(c['topics'])} of {c['topics_total']}")
+        if c["topics"]:
+            lines.append(table([[t, f"{n} partition(s)"] for t, n in c["topics"].items()], indent="    "))
+        lines.append(f"  groups selected: {len(c['groups'])} of {c['groups_total']}"
+                     + (f": {', '.join(c['groups'])}" if c["groups"] else ""))
+    cat = report["catalog"]
+    if not cat["configured"]:
+        lines.append("catalog: not configured")
+    elif not cat["reachable"]:
+        lines.append(f"catalog {cat['name']}: FAILED: {cat['error']}")
+    else:
+        lines.append(f"catalog {cat['name']}: reachable, {len(cat['tables'])} table(s) named")
+        if cat["tables"]:
+            lines.append(table([[t["table"], t["role"], "exists" if t["exists"] else "absent"]
+                                for t in cat["tables"]], indent="    "))
+    lines.append("OK: every cluster and the catalog answered" if report["ok"] else "NOT OK: see above")
+    return "\n".join(lines)
