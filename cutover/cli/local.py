@@ -50,6 +50,19 @@ def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...]) -> None:
     emit(_sandbox(folder).up(set(secure)), fmt, _render_status)  # type: ignore[arg-type]
 
 
+@local_group.command("fetch")
+@output_option
+@click.option("--with-mirror-maker", is_flag=True, help="Also fetch MirrorMaker 2 (used by bench/).")
+def fetch_cmd(fmt: Format, with_mirror_maker: bool) -> None:
+    """Resolve the JVM jars (Kafka broker, Spark extras) from Maven Central into the cache."""
+    from cutover import jvm
+
+    sets = [jvm.KAFKA_BROKER, jvm.SPARK_EXTRAS] + ([jvm.MIRROR_MAKER] if with_mirror_maker else [])
+    result = {s.name: len(jvm.resolve(s)) for s in sets}
+    emit({"cache": str(jvm.cutover_home() / "jars"), "jars": result}, fmt,
+         lambda r: "\n".join(f"{name}: {n} jars" for name, n in r["jars"].items()) + f"\ncache: {r['cache']}")
+
+
 @local_group.command("status")
 @_dir_option
 @output_option

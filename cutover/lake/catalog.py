@@ -65,11 +65,12 @@ def _jdbc(uri: str) -> dict[str, str]:
     parts = urlsplit(uri)
     scheme = parts.scheme.split("+")[0]
     if scheme == "sqlite":
-        path = uri.split("://", 1)[1]
-        if not path.startswith("/") or path == "/":
+        # SQLAlchemy: sqlite:///relative.db, sqlite:////absolute/path.db
+        path = uri.split("://", 1)[1][1:]
+        if not path.startswith("/"):
             raise UsageError(f"catalog.uri {uri}: Spark needs an absolute SQLite path",
                              fix="write it as sqlite:////absolute/path/catalog.db")
-        return {"uri": f"jdbc:sqlite:{path[1:] if path.startswith('//') else path}"}
+        return {"uri": f"jdbc:sqlite:{path}"}
     if scheme in ("postgresql", "postgres"):
         out = {"uri": f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}"}
         if parts.username:

@@ -125,9 +125,9 @@ class Sandbox:
     def up(self, secure: set[Side] | None = None) -> dict[str, Any]:
         """Create (first time) and start whatever is not running. Idempotent."""
         secure = secure or set()
+        jvm.java()  # before anything is written: a missing JVM leaves no trace
+        jvm.resolve(jvm.KAFKA_BROKER)
         with self._locked():
-            jvm.java()
-            jvm.resolve(jvm.KAFKA_BROKER)
             state = self._load() if self.exists() else self._create(secure)
             for side in SIDES:
                 if secure and state.clusters[side].secure != (side in secure):

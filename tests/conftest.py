@@ -1,0 +1,44 @@
+"""Shared test helpers: run the real CLI, wait on conditions with deadlines."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def cutover(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Run:
+    """Run `cutover ARGS` in a subprocess, as a user would."""
+    full_env = {**os.environ, **(env or {})}
+    done = subprocess.run([sys.executable, "-m", "cutover", *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, check=False)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def wait_for(condition: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
+    """Poll until condition() is truthy; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)

@@ -1,0 +1,121 @@
+"""The local sandbox and `cutover plan check`, against the real brokers and catalog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Consumer, TopicPartition
+
+from cutover.local.sandbox import Sandbox
+from cutover.plan import Plan
+from tests.conftest import cutover
+from tests.integration.kafka_util import create_topic, produce, read_all
+
+
+def test_status_json_has_the_documented_shape(sandbox: Sandbox) -> None:
+    run = cutover("local", "status", "--dir", str(sandbox.dir), "--output", "json")
+    assert run.code == 0, run.err
+    status = run.json()
+    for side in ("old", "new"):
+        assert status[side]["bootstrap"].startswith("127.0.0.1:")
+        assert status[side]["running"] is True
+    assert status["old"]["bootstrap"] != status["new"]["bootstrap"]
+    assert status["catalog"]["name"] == "cutover"
+    assert status["catalog"]["uri"] == f"sqlite:///{sandbox.dir / 'catalog.db'}"
+    assert Path(status["plan"]).is_file()
+    plan = yaml.safe_load(Path(status["plan"]).read_text())
+    assert plan["clusters"]["old"]["bootstrap.servers"] == status["old"]["bootstrap"]
+    assert (sandbox.dir / "old" / "broker.log").stat().st_size > 0
+
+
+def test_up_twice_changes_nothing(sandbox: Sandbox) -> None:
+    before = sandbox.status()
+    run = cutover("local", "up", "--dir", str(sandbox.dir), "-o", "json")
+    assert run.code == 0, run.err
+    after = run.json()
+    assert [after[s]["pid"] for s in ("old", "new")] == [before[s]["pid"] for s in ("old", "new")]
+    assert "starting" not in run.err
+
+
+def test_plan_check_reports_topics_groups_and_tables(sandbox: Sandbox, plan: Plan, ns: str) -> None:
+    create_topic(plan.cluster("old"), f"{ns}.orders", partitions=3)
+    create_topic(plan.cluster("new"), f"{ns}.orders", partitions=2)
+    group = f"{ns}-billing"
+    consumer = Consumer({**plan.cluster("new"), "group.id": group})
+    consumer.commit(offsets=[TopicPartition(f"{ns}.orders", 0, 0)], asynchronous=False)
+    consumer.close()
+
+    run = cutover("plan", "check", "--plan", str(sandbox.plan_file), "-o", "json")
+    assert run.code == 0, run.err
+    report = run.json()
+    status = sandbox.status()
+    assert report["ok"] is True
+    for side, partitions in (("old", 3), ("new", 2)):
+        assert report[side]["reachable"] is True
+        assert report[side]["cluster_id"] == status[side]["cluster_id"]
+        assert report[side]["topics"][f"{ns}.orders"] == partitions
+    assert group in report["new"]["groups"]
+    assert group not in report["old"]["groups"]
+    assert report["catalog"]["reachable"] is True
+
+    text = cutover("plan", "check", "--plan", str(sandbox.plan_file))
+    assert text.code == 0
+    assert f"old cluster {status['old']['bootstrap']}: id {status['old']['cluster_id']}" in text.out
+    assert f"new cluster {status['new']['bootstrap']}: id {status['new']['cluster_id']}" in text.out
+    assert f"{ns}.orders" in text.out and "3 partition(s)" in text.out
+
+
+def test_plan_check_names_an_unreachable_cluster_without_hanging(sandbox: Sandbox, tmp_path: Path) -> None:
+    data = yaml.safe_load(sandbox.plan_file.read_text())
+    data["clusters"]["old"] = {"bootstrap.servers": "127.0.0.1:1"}
+    data.pop("env_file")
+    bad = tmp_path / "plan.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    run = cutover("plan", "check", "--plan", str(bad), "--timeout", "3", timeout=60)
+    assert run.code == 1
+    assert "old cluster 127.0.0.1:1: FAILED: could not reach the old cluster (127.0.0.1:1)" in run.out
+    assert "NOT OK" in run.out
+    assert "new cluster" in run.out and "FAILED" not in run.out.split("new cluster")[1].splitlines()[0]
+
+
+def test_stop_and_start_one_cluster_keeps_its_data(sandbox: Sandbox, plan: Plan, ns: str) -> None:
+    topic = f"{ns}.kept"
+    create_topic(plan.cluster("old"), topic, partitions=2)
+    records: list[dict[str, Any]] = [
+        {"key": f"k{i}".encode(), "value": f"v{i}".encode() * 10, "partition": i % 2,
+         "headers": [("h", f"{i}".encode())], "timestamp": 1_700_000_000_000 + i}
+        for i in range(20)
+    ]
+    produce(plan.cluster("old"), topic, records)
+    before = read_all(plan.cluster("old"), topic, partitions=2)
+    assert len(before) == 20
+
+    try:
+        stopped = cutover("local", "stop", "old", "--dir", str(sandbox.dir), "-o", "json")
+        assert stopped.code == 0 and stopped.json() == {"cluster": "old", "was_running": True, "killed": False}
+        status = cutover("local", "status", "--dir", str(sandbox.dir), "-o", "json").json()
+        assert status["old"]["running"] is False and status["new"]["running"] is True
+        assert cutover("plan", "check", "--plan", str(sandbox.plan_file), "--timeout", "2").code == 1
+    finally:
+        started = cutover("local", "start", "old", "--dir", str(sandbox.dir), "-o", "json")
+    assert started.code == 0, started.err
+    assert started.json()["bootstrap"] == status["old"]["bootstrap"]
+
+    after = read_all(plan.cluster("old"), topic, partitions=2)
+    assert after == before
+    assert next((r.key, r.value, r.headers, r.timestamp) for r in after if r.partition == 1) == (
+        b"k1", b"v1" * 10, (("h", b"1"),), 1_700_000_000_001)
+
+
+def test_kill_is_a_crash_and_start_recovers(sandbox: Sandbox, plan: Plan, ns: str) -> None:
+    topic = f"{ns}.crash"
+    create_topic(plan.cluster("new"), topic)
+    produce(plan.cluster("new"), topic, [{"key": b"a", "value": b"1"}, {"key": None, "value": None}])
+    try:
+        killed = cutover("local", "stop", "new", "--kill", "--dir", str(sandbox.dir), "-o", "json")
+        assert killed.json()["killed"] is True
+    finally:
+        assert cutover("local", "start", "new", "--dir", str(sandbox.dir)).code == 0
+    assert [(r.key, r.value) for r in read_all(plan.cluster("new"), topic)] == [(b"a", b"1"), (None, None)]

@@ -1,0 +1,85 @@
+"""A sandbox cluster with SASL/SCRAM and ACLs: the reader principal reads, never writes."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from cutover.local.sandbox import Sandbox
+from cutover.plan import Plan, load_plan
+from tests.conftest import cutover
+from tests.integration.kafka_util import create_topic, produce, read_all
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path_factory.mktemp("secure"))
+    run = cutover("local", "up", "--secure", "old", "--dir", str(box.dir))
+    assert run.code == 0, run.err
+    yield box
+    box.down()
+
+
+def reader_plan(box: Sandbox, tmp: Path, password_var: str = "CUTOVER_SANDBOX_OLD_READER_PASSWORD") -> Path:
+    data = yaml.safe_load(box.plan_file.read_text())
+    data["clusters"]["old"].update({"sasl.username": "reader", "sasl.password": f"${{{password_var}}}"})
+    data["env_file"] = str(box.secrets_file)
+    out = tmp / "reader.yaml"
+    out.write_text(yaml.safe_dump(data))
+    return out
+
+
+def test_plan_keeps_secrets_out_and_status_names_the_security(secure: Sandbox) -> None:
+    text = secure.plan_file.read_text()
+    assert "${CUTOVER_SANDBOX_OLD_ADMIN_PASSWORD}" in text
+    passwords = [line.split("=", 1)[1] for line in secure.secrets_file.read_text().splitlines() if "=" in line]
+    assert len(passwords) == 2 and not any(p in text for p in passwords)
+    assert stat.S_IMODE(secure.secrets_file.stat().st_mode) == 0o600
+    status = cutover("local", "status", "--dir", str(secure.dir), "-o", "json")
+    assert status.json()["old"]["security"] == "SASL_PLAINTEXT/SCRAM-SHA-256"
+    assert status.json()["new"]["security"] == "PLAINTEXT"
+    assert not any(p in status.out for p in passwords)
+
+
+def test_reader_reads_and_describes_but_cannot_write(secure: Sandbox, tmp_path: Path, ns: str) -> None:
+    admin_plan = load_plan(secure.plan_file)
+    topic = f"{ns}.secured"
+    create_topic(admin_plan.cluster("old"), topic, partitions=2)
+    produce(admin_plan.cluster("old"), topic, [{"key": b"k", "value": b"v", "partition": 1}])
+
+    reader: Plan = load_plan(reader_plan(secure, tmp_path))
+    assert reader.cluster("old")["sasl.username"] == "reader"
+    assert [(r.partition, r.key, r.value) for r in read_all(reader.cluster("old"), topic, partitions=2)] == [
+        (1, b"k", b"v")]
+
+    check = cutover("plan", "check", "--plan", str(reader_plan(secure, tmp_path)), "-o", "json")
+    assert check.code == 0, check.err
+    assert check.json()["old"]["topics"][topic] == 2
+
+    producer = Producer({**reader.cluster("old"), "message.timeout.ms": 10000})
+    failures: list[KafkaError] = []
+    producer.produce(topic, b"forbidden", on_delivery=lambda err, _m: failures.append(err))
+    producer.flush(20)
+    assert [e.code() for e in failures] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    with pytest.raises(KafkaException) as denied:
+        create_topic(reader.cluster("old"), f"{ns}.not-allowed")
+    assert denied.value.args[0].code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                           KafkaError.CLUSTER_AUTHORIZATION_FAILED)
+
+
+def test_wrong_password_is_named_and_never_printed(secure: Sandbox, tmp_path: Path) -> None:
+    wrong = "not-the-password-42"
+    run = cutover("plan", "check", "--plan", str(reader_plan(secure, tmp_path, "WRONG_PW")), "--timeout", "5",
+                  env={"WRONG_PW": wrong}, timeout=60)
+    assert run.code == 1
+    assert "the old cluster" in run.out and "refused listing topics" in run.out
+    assert "SASL authentication error" in run.out
+    assert wrong not in run.out + run.err
+    debug = cutover("--debug", "plan", "check", "--plan", str(reader_plan(secure, tmp_path, "WRONG_PW")),
+                    "--timeout", "5", env={"WRONG_PW": wrong}, timeout=60)
+    assert wrong not in debug.out + debug.err

@@ -1,0 +1,158 @@
+"""The plan: validation messages name file, line, key path and fix; ${ENV} interpolation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cutover.errors import ExitCode, PlanError
+from cutover.plan import load_plan
+
+REPO = Path(__file__).resolve().parents[2]
+
+MINIMAL = """\
+clusters:
+  old: {bootstrap.servers: "o:9092"}
+  new: {bootstrap.servers: "n:9092"}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "plan.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def problems(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(PlanError) as info:
+        load_plan(write(tmp_path, text), environ=env or {})
+    assert info.value.exit_code == ExitCode.USAGE
+    return info.value.problems
+
+
+def test_minimal_plan_gets_defaults(tmp_path: Path) -> None:
+    plan = load_plan(write(tmp_path, MINIMAL), environ={})
+    assert plan.cluster("old") == {"bootstrap.servers": "o:9092"}
+    assert plan.spec.topics.include == [".*"]
+    assert plan.spec.mirror.group_sync_interval == 10.0
+    assert plan.spec.gates.verify_max_age == 3600.0
+    assert plan.spec.tables == []
+
+
+def test_sample_plan_is_valid(tmp_path: Path) -> None:
+    env = {"OLD_KAFKA_PASSWORD": "p1", "NEW_KAFKA_PASSWORD": "p2", "CATALOG_PASSWORD": "p3"}
+    sample = (REPO / "samples" / "plan.yaml").read_text().replace("env_file: secrets.env", "")
+    plan = load_plan(write(tmp_path, sample), environ=env)
+    assert [t.topic for t in plan.spec.tables] == ["orders", "payments.card"]
+    assert plan.spec.tables[0].old_offset_columns is not None
+    assert plan.spec.tables[0].old_offset_columns.offset == "kafka_offset"
+    assert plan.spec.topics.matches("payments.card") and not plan.spec.topics.matches("payments.debug")
+    assert plan.cluster("old")["sasl.password"] == "p1"
+
+
+def test_missing_required_key_names_file_line_path_and_fix(tmp_path: Path) -> None:
+    text = MINIMAL + "tables:\n  - topic: orders\n    old: legacy.orders\n"
+    (msg,) = problems(tmp_path, text)
+    assert msg.startswith(f"{tmp_path / 'plan.yaml'}:5: tables[0].new: required")
+    assert "fix:" in msg
+
+
+def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, MINIMAL + "topcis:\n  include: [a]\n")
+    assert ":4: topcis: unknown key (fix: did you mean 'topics'?)" in msg
+
+
+def test_unknown_nested_key_without_a_close_match_lists_known_keys(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, MINIMAL + "mirror:\n  zzz: 1\n")
+    assert "mirror.zzz: unknown key" in msg and "replication_factor" in msg
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    text = MINIMAL + "gates:\n  max_mirror_lag: lots\n  quiet_period: soon\nspark:\n  mastr: x\n"
+    found = problems(tmp_path, text)
+    assert len(found) == 3
+    assert any("gates.max_mirror_lag: expected a whole number, found str 'lots'" in p for p in found)
+    assert any("gates.quiet_period: expected a duration" in p for p in found)
+    assert any("spark.mastr: unknown key (fix: did you mean 'master'?)" in p for p in found)
+
+
+def test_yaml_syntax_error_names_line_and_column(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, "clusters:\n  old: [unclosed\n  new: x\n")
+    assert msg.startswith(f"{tmp_path / 'plan.yaml'}:3:")
+    assert "YAML syntax error" in msg
+
+
+def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, MINIMAL + "name: a\nname: b\n")
+    assert ":5: name: duplicate key" in msg
+
+
+def test_missing_bootstrap_servers(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, "clusters:\n  old: {acks: all}\n  new: {bootstrap.servers: n}\n")
+    assert ":2: clusters.old: 'bootstrap.servers' is required" in msg
+
+
+def test_bad_regex_and_bad_table_name(tmp_path: Path) -> None:
+    text = MINIMAL + "topics:\n  include: ['(']\ntables:\n  - {topic: t, old: orders, new: ns.orders}\n"
+    found = problems(tmp_path, text)
+    assert any("topics.include: '(' is not a valid regular expression" in p for p in found)
+    assert any("tables[0].old: 'orders' is not a table name of the form namespace.table" in p for p in found)
+
+
+def test_a_table_used_twice_is_refused(tmp_path: Path) -> None:
+    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a}\n  - {topic: b, old: x.b, new: y.a}\n"
+    (msg,) = problems(tmp_path, text)
+    assert "tables[1].new: table y.a is already used at tables[0].new" in msg
+
+
+def test_literal_choices_and_hook_events(tmp_path: Path) -> None:
+    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a, format: avro}\nhooks:\n  freez: ./f.sh\n"
+    found = problems(tmp_path, text)
+    assert any("tables[0].format: expected one of 'json', 'raw', found str 'avro'" in p for p in found)
+    assert any("hooks: unknown hook event(s) freez" in p for p in found)
+
+
+def test_env_interpolation_and_escape(tmp_path: Path) -> None:
+    text = MINIMAL.replace('"n:9092"', '"${NEW_HOST}:9092"') + "name: cost-$$5\n"
+    plan = load_plan(write(tmp_path, text), environ={"NEW_HOST": "kafka-new"})
+    assert plan.cluster("new")["bootstrap.servers"] == "kafka-new:9092"
+    assert plan.name == "cost-$5"
+
+
+def test_unset_env_var_names_the_key_and_the_variable(tmp_path: Path) -> None:
+    text = "clusters:\n  old: {bootstrap.servers: o}\n  new:\n    bootstrap.servers: n\n    sasl.password: ${NEW_PW}\n"
+    (msg,) = problems(tmp_path, text)
+    assert "clusters.new['sasl.password']: environment variable NEW_PW is not set" in msg
+
+
+def test_env_file_fills_variables_and_environment_wins(tmp_path: Path) -> None:
+    write(tmp_path, "# comment\nA=from-file\nexport B='quoted'\n", "secrets.env")
+    text = "env_file: secrets.env\nname: ${A}-${B}\n" + MINIMAL
+    assert load_plan(write(tmp_path, text), environ={}).name == "from-file-quoted"
+    assert load_plan(write(tmp_path, text), environ={"A": "env"}).name == "env-quoted"
+
+
+def test_missing_env_file_is_an_error(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, "env_file: nope.env\n" + MINIMAL)
+    assert ":1: env_file: file" in msg and "nope.env not found" in msg
+
+
+def test_missing_plan_file(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="plan file not found"):
+        load_plan(tmp_path / "absent.yaml")
+
+
+def test_durations() -> None:
+    from cutover.plan.schema import Duration
+
+    assert Duration.parse("500ms") == 0.5
+    assert Duration.parse("5m") == 300
+    assert Duration.parse(12) == 12
+    with pytest.raises(ValueError):
+        Duration.parse("soon")
+
+
+def test_unsupported_version(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, "version: 2\n" + MINIMAL)
+    assert "plan version 2 is not supported" in msg
