@@ -135,11 +135,21 @@ def start(spec: BrokerSpec) -> int:
     with open(spec.log_file, "ab") as log:
         log.write(f"\n===== cutover: starting broker {spec.name} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
         log.flush()
+        offset = log.tell()  # readiness is read from this run's lines only
         proc = subprocess.Popen(_jvm_cmd("kafka.Kafka", str(spec.config_file)), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=spec.folder)
-    (spec.folder / "broker.pid").write_text(str(proc.pid))
+    try:
+        return _wait_ready(spec, proc, offset)
+    except BaseException:
+        # Not ready (error, timeout, Ctrl-C): never leave a broker nobody knows about.
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        raise
+
+
+def _wait_ready(spec: BrokerSpec, proc: subprocess.Popen[bytes], offset: int) -> int:
     deadline = time.monotonic() + READY_TIMEOUT
-    offset = spec.log_file.stat().st_size
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = _tail(spec.log_file, offset)
@@ -150,7 +160,6 @@ def start(spec: BrokerSpec) -> int:
         if _accepts(spec.port) and "Kafka Server started" in _tail(spec.log_file, offset):
             return proc.pid
         time.sleep(0.2)
-    stop(spec, proc.pid, kill=True)
     raise SandboxError(f"the {spec.name} broker did not start within {READY_TIMEOUT:.0f}s",
                        fix=f"read {spec.log_file}")
 

@@ -1,15 +1,19 @@
-"""A port taken between choosing and binding: another is chosen. `down` stops only its own."""
+"""Sandbox lifecycle edges: a port taken between choosing and binding (another is
+chosen), `down` stopping only its own processes, and an interrupted `up`."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cutover.local import sandbox as sandbox_mod
 from cutover.local.sandbox import Sandbox
-from tests.conftest import cutover
+from tests.conftest import cutover, wait_for
 
 
 def test_taken_port_moves_the_cluster_and_down_touches_nothing_else(
@@ -47,3 +51,34 @@ def test_taken_port_moves_the_cluster_and_down_touches_nothing_else(
     assert (box.dir / "old" / "data").is_dir(), "down keeps the data unless --purge"
     purge = cutover("local", "down", "--purge", "--dir", str(box.dir))
     assert purge.code == 0 and not box.dir.exists()
+
+
+def _processes_mentioning(*texts: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if all(t.encode() in cmdline.read_bytes() for t in texts):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_interrupted_up_exits_130_and_leaves_no_broker_behind(tmp_path: Path) -> None:
+    folder = tmp_path / "sb"
+    log = folder / "old" / "broker.log"
+    proc = subprocess.Popen([sys.executable, "-m", "cutover", "local", "up", "--dir", str(folder)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: _processes_mentioning("kafka.Kafka", str(folder / "old" / "server.properties")), 120,
+                 "the old broker to be launched")
+        assert "Kafka Server started" not in log.read_text(), "interrupt must land while the broker starts"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.rstrip().endswith("interrupted") and "Traceback" not in err
+    assert out == ""
+    assert _processes_mentioning(str(folder)) == []
