@@ -25,6 +25,7 @@ from cutover import jvm
 from cutover.errors import SandboxError, UsageError
 from cutover.local import broker
 from cutover.output import progress
+from cutover.plan.model import Catalog
 
 Side = Literal["old", "new"]
 SIDES: tuple[Side, ...] = ("old", "new")
@@ -244,9 +245,7 @@ class Sandbox:
         self.warehouse.mkdir(parents=True, exist_ok=True)
         catalog.load(self.catalog_spec())
 
-    def catalog_spec(self) -> Any:
-        from cutover.plan.model import Catalog
-
+    def catalog_spec(self) -> Catalog:
         return Catalog(name=CATALOG_NAME, uri=f"sqlite:///{self.catalog_db}", warehouse=self.warehouse.as_uri())
 
     def _write_plan(self, state: State) -> None:

@@ -189,8 +189,3 @@ class Plan:
 
     def cluster(self, side: ClusterSide) -> dict[str, str]:
         return self.spec.clusters.old if side == "old" else self.spec.clusters.new
-
-    def resolve(self, relative: str) -> Path:
-        """A path written in the plan, relative to the plan file's folder."""
-        p = Path(relative).expanduser()
-        return p if p.is_absolute() else (self.base_dir / p)
