@@ -44,10 +44,12 @@ def cli(ctx: click.Context, debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import local, plan
+    from cutover.cli import local, mirror, plan
 
     cli.add_command(plan.plan_group)
     cli.add_command(local.local_group)
+    cli.add_command(mirror.mirror_group)
+    cli.add_command(mirror.offsets_group)
 
 
 _register()

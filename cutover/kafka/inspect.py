@@ -27,9 +27,26 @@ def view(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> ClusterView:
     except KafkaException as exc:
         raise ref.failure(exc, "listing topics", client) from None
     topics = {name: len(t.partitions) for name, t in meta.topics.items() if not name.startswith("__")}
+    groups = list_groups(ref, timeout)
+    return ClusterView(cluster_id=meta.cluster_id or "", brokers=len(meta.brokers), topics=topics, groups=groups)
+
+
+def cluster_id(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> str:
+    """The cluster's id: what mirror state and table offsets are keyed by."""
+    client = admin(ref)
+    try:
+        meta = client.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise ref.failure(exc, "reading the cluster id", client) from None
+    if not meta.cluster_id:
+        raise ref.failure(None, "reading the cluster id (the brokers returned none)", client)
+    return str(meta.cluster_id)
+
+
+def list_groups(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    client = admin(ref)
     try:
         listing = client.list_consumer_groups(request_timeout=timeout).result(timeout=timeout + 1)
     except (KafkaException, concurrent.futures.TimeoutError) as exc:
         raise ref.failure(exc, "listing consumer groups", client) from None
-    groups = sorted(g.group_id for g in listing.valid)
-    return ClusterView(cluster_id=meta.cluster_id or "", brokers=len(meta.brokers), topics=topics, groups=groups)
+    return sorted(g.group_id for g in listing.valid)

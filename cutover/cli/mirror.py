@@ -1,0 +1,156 @@
+"""`cutover mirror` and `cutover offsets`: copy topics and groups, show progress, translate offsets."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from cutover.cli.options import output_option, plan_option, timeout_option
+from cutover.errors import UsageError
+from cutover.output import Format, emit, progress, table
+
+_reverse = click.option("--reverse", is_flag=True,
+                        help="New to old (for rollback) instead of old to new.")
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """SIGINT/SIGTERM ask for a clean stop (finish the transaction in flight); a second SIGINT aborts."""
+    stop = threading.Event()
+
+    def ask(signum: int, _frame: Any) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        progress(f"{signal.Signals(signum).name}: finishing the transaction in flight, then stopping")
+        stop.set()
+
+    before = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
+@click.group("mirror", invoke_without_command=True)
+@click.option("--plan", "plan_file", envvar="CUTOVER_PLAN", metavar="FILE", type=click.Path(dir_okay=False),
+              help="The migration plan (YAML). Env: CUTOVER_PLAN.")
+@click.option("--until-caught-up", is_flag=True,
+              help="Stop once every partition reaches the source end seen at start (after a final group sync).")
+@click.option("--shard", default="0/1", show_default=True, metavar="I/N",
+              help="Mirror only this process's share of the partitions (deterministic split).")
+@_reverse
+@click.option("--allow-existing-target", is_flag=True,
+              help="Adopt target topics that already hold records or have fewer partitions.")
+@click.option("--allow-rewind", is_flag=True, help="Let group sync move a target group backwards.")
+@click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
+@output_option
+@click.pass_context
+def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, shard: str, reverse: bool,
+                 allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, fmt: Format) -> int:
+    """Copy the plan's topics and consumer-group offsets, exactly once, from the old cluster to the new.
+
+    Runs until SIGINT/SIGTERM (finishing the transaction in flight) or, with
+    --until-caught-up, until the source end offsets seen at start are reached.
+    Progress goes to stderr; the summary to stdout.
+    """
+    if ctx.invoked_subcommand:
+        return 0
+    if not plan_file:
+        raise UsageError("cutover mirror needs --plan FILE (or CUTOVER_PLAN)", fix="cutover mirror --plan plan.yaml")
+    from cutover.mirror import runner
+    from cutover.mirror.shard import Shard
+    from cutover.plan import load_plan
+
+    opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
+                          until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
+                          allow_rewind=allow_rewind, metrics_port=metrics_port)
+    plan = load_plan(plan_file)
+    with _stop_on_signals() as stop:
+        summary = runner.run(plan, opts, stop)
+    emit(summary, fmt, _render_summary)
+    return 0
+
+
+def _render_summary(s: dict[str, Any]) -> str:
+    lines = [f"mirrored {s['records']:,} records ({s['bytes'] / 1e6:.1f} MB) {s['direction']} in {s['seconds']}s, "
+             f"{s['transactions']} transactions, {len(s['partitions'])} partitions (shard {s['shard']})"]
+    for p in s["gaps"]:
+        for start, end in p["gaps"]:
+            lines.append(f"DATA LOSS: {p['topic']}/{p['partition']} offsets {start}..{end - 1} were deleted on "
+                         "the source before they were mirrored")
+    return "\n".join(lines + _render_groups(s["groups"]))
+
+
+def _render_groups(outcomes: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for g in outcomes:
+        state = g["reason"] or f"{len(g['committed'])} partitions in sync"
+        lines.append(f"group {g['group']}: {state}")
+        lines += [f"  skipped {s['topic']}/{s['partition']}: {s['reason']}" for s in g["skipped"]]
+    return lines
+
+
+@mirror_group.command("status")
+@plan_option
+@_reverse
+@output_option
+@timeout_option(10.0)
+def status_cmd(plan_file: str, reverse: bool, fmt: Format, timeout: float) -> int:
+    """Per partition: source end offset, mirrored position, lag, last group sync; and any data loss."""
+    from cutover.mirror import status
+    from cutover.plan import load_plan
+
+    result = status.status(load_plan(plan_file), "reverse" if reverse else "forward", timeout)
+    emit(result, fmt, status.render)
+    return 0
+
+
+@mirror_group.command("sync-groups")
+@plan_option
+@_reverse
+@click.option("--allow-rewind", is_flag=True, help="Let the sync move a target group backwards.")
+@output_option
+@timeout_option(10.0)
+def sync_cmd(plan_file: str, reverse: bool, allow_rewind: bool, fmt: Format, timeout: float) -> int:
+    """Translate and commit the selected groups' offsets now (only groups with no active members on the target)."""
+    from cutover.mirror import groups
+    from cutover.plan import load_plan
+
+    outcomes = groups.sync_now(load_plan(plan_file), "reverse" if reverse else "forward", allow_rewind, timeout)
+    emit({"groups": [o.as_dict() for o in outcomes]}, fmt,
+         lambda r: "\n".join(_render_groups(r["groups"])) or "no selected group has committed offsets")
+    return 0
+
+
+@click.group("offsets")
+def offsets_group() -> None:
+    """Translate consumer-group offsets between the clusters through the mirror's exact offset map."""
+
+
+@offsets_group.command("translate")
+@plan_option
+@click.option("--group", required=True, help="The consumer group.")
+@_reverse
+@output_option
+@timeout_option(10.0)
+def translate_cmd(plan_file: str, group: str, reverse: bool, fmt: Format, timeout: float) -> int:
+    """Per partition: the group's committed offset on the source cluster and the exact offset on the target.
+
+    Exit 0 when every partition translated; 1 when some are beyond what the mirror has copied.
+    """
+    from cutover.mirror import groups
+    from cutover.plan import load_plan
+
+    result = [t.as_dict() for t in groups.translate_group(load_plan(plan_file), group,
+                                                           "reverse" if reverse else "forward", timeout)]
+    emit({"group": group, "direction": "reverse" if reverse else "forward", "partitions": result}, fmt,
+         lambda r: table([[p["topic"], str(p["partition"]), str(p["source_offset"]),
+                           str(p["target_offset"]) if p["target_offset"] is not None else f"- ({p['reason']})"]
+                          for p in r["partitions"]], ["topic", "partition", "source", "target"]))
+    return 0 if all(p["target_offset"] is not None for p in result) else 1

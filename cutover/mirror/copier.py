@@ -1,0 +1,307 @@
+"""The exactly-once copier: read committed source records, write them and the mirror's
+progress in one target transaction.
+
+One transactional producer per shard (transactional id fixed per plan, direction and
+shard) makes the target the single source of truth: a crash aborts the open
+transaction, records and progress together, and a restart resumes at the committed
+progress. Starting a second process for the same shard fences the first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from cutover.errors import CutoverError
+from cutover.mirror import state as st
+from cutover.mirror.offsetmap import Gap, PartitionMap, Segment, segments
+from cutover.mirror.shard import Shard
+
+log = logging.getLogger("cutover.mirror")
+
+TP = tuple[str, int]
+_TOO_LARGE = {KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD}
+_FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+class Fenced(CutoverError):
+    """Another process took over this shard's transactional id."""
+
+
+class RecordTooLarge(CutoverError):
+    """The target refused a record for its size; everything before it is committed."""
+
+
+@dataclass
+class Batch:
+    messages: list[Message] = field(default_factory=list)
+    nbytes: int = 0
+    #: Partition -> offset the consumer reached (end of partition events included).
+    reached: dict[TP, int] = field(default_factory=dict)
+    #: Partitions whose position fell below the log start (retention): tp -> new log start.
+    lost: dict[TP, int] = field(default_factory=dict)
+
+
+@dataclass
+class Totals:
+    records: int = 0
+    bytes: int = 0
+    transactions: int = 0
+
+
+def transactional_id(rt: st.Route, plan_name: str, shard: Shard) -> str:
+    return f"{rt.prefix}.mirror.{rt.direction}.{plan_name}.shard-{shard.index}-of-{shard.count}"
+
+
+class Copier:
+    """Copies the assigned source partitions into the same partitions on the target."""
+
+    def __init__(self, rt: st.Route, txn_id: str, shard: Shard, batch_size: int, timeout: float = 30.0) -> None:
+        self.rt, self.shard, self.txn_id, self.timeout = rt, shard, txn_id, timeout
+        self.producer = Producer(rt.target.config(**{
+            "transactional.id": txn_id, "acks": "all", "linger.ms": 10, "batch.size": batch_size,
+            "message.max.bytes": 1_000_000_000, "transaction.timeout.ms": 60_000}))
+        self.consumer = Consumer(rt.source.config(**{
+            "group.id": f"{txn_id}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
+            "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
+            "queued.max.messages.kbytes": 262144}))
+        self.maps: dict[TP, PartitionMap] = {}
+        self.dirty: set[TP] = set()
+        self.totals = Totals()
+        self.source_cluster = ""
+        self._pending_groups: list[st.GroupSync] = []
+
+    def init(self) -> None:
+        """Fence older producers of this shard and abort their open transaction."""
+        self._call(lambda: self.producer.init_transactions(self.timeout), "starting the transactional producer")
+
+    def assign(self, source_cluster: str, maps: dict[TP, PartitionMap]) -> None:
+        self.source_cluster = source_cluster
+        for tp, pm in maps.items():
+            if tp not in self.maps:
+                self.maps[tp] = pm
+                self.dirty.add(tp)  # a new partition's starting point is progress too
+        self.consumer.incremental_assign([TopicPartition(t, p, pm.next_src) for (t, p), pm in maps.items()])
+
+    def close(self) -> None:
+        self.consumer.close()
+
+    # -- reading -------------------------------------------------------------------
+
+    def read(self, max_records: int, max_bytes: int, max_seconds: float) -> Batch:
+        batch = Batch()
+        deadline = time.monotonic() + max_seconds
+        while len(batch.messages) < max_records and batch.nbytes < max_bytes:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for msg in self.consumer.consume(min(10_000, max_records - len(batch.messages)), min(left, 0.2)):
+                self._take(msg, batch)
+        return batch
+
+    def _take(self, msg: Message, batch: Batch) -> None:
+        tp = _tp(msg)
+        err = msg.error()
+        if err is None:
+            batch.messages.append(msg)
+            batch.nbytes += len(msg.value() or b"") + len(msg.key() or b"")
+            batch.reached[tp] = _off(msg) + 1
+        elif err.code() == KafkaError._PARTITION_EOF:
+            batch.reached[tp] = max(batch.reached.get(tp, 0), _off(msg))
+        elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+            low, _ = self.consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.timeout, cached=False)
+            batch.lost[tp] = low
+        elif err.fatal() or err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._AUTHENTICATION):
+            raise self.rt.source.failure(KafkaException(err), "reading records", self.consumer)
+        else:
+            log.debug("source: %s", err.str())
+
+    # -- writing -------------------------------------------------------------------
+
+    def commit(self, batch: Batch) -> int:
+        """Write the batch and the progress it makes in one transaction. Returns records copied."""
+        gaps = self._gaps(batch)
+        for attempt in range(1, 6):
+            try:
+                return self._commit(batch.messages, batch.reached, gaps)
+            except _Abortable as exc:
+                log.warning("transaction aborted (%s); retrying the same records (attempt %d)", exc, attempt)
+                self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
+        raise CutoverError(f"the {self.rt.target.name} cluster aborted five transactions in a row",
+                           fix="check the target brokers' health and logs, then run the mirror again")
+
+    def record_groups(self, syncs: list[st.GroupSync]) -> None:
+        """Remember group syncs; they are written with the next transaction."""
+        self._pending_groups += syncs
+
+    def _gaps(self, batch: Batch) -> dict[TP, Gap]:
+        gaps = {}
+        for tp, low in batch.lost.items():
+            gap = Gap(self.maps[tp].next_src, low)
+            if gap.records > 0:
+                log.error("DATA LOSS ON THE SOURCE: %s partition %d offsets %d..%d (%d records) were deleted by "
+                          "retention on %s before they were mirrored", tp[0], tp[1], gap.start, gap.end - 1,
+                          gap.records, self.rt.source.describe())
+                gaps[tp] = gap
+            self.consumer.seek(TopicPartition(tp[0], tp[1], low))
+        return gaps
+
+    def _commit(self, messages: list[Message], reached: dict[TP, int], gaps: dict[TP, Gap]) -> int:
+        results: list[tuple[int, int]] = []  # (index, target offset)
+        failures: list[tuple[int, KafkaError]] = []
+        self._call(self.producer.begin_transaction, "beginning a transaction")
+        for i, msg in enumerate(messages):
+            self._produce(msg, _on_delivery(i, results, failures))
+        self._flush()
+        if failures:
+            return self._failed(messages, reached, gaps, failures)
+        written = _pairs(messages, results)
+        updates = self._updates(written, reached, gaps)
+        if not updates and not self._pending_groups:
+            self._call(lambda: self.producer.abort_transaction(self.timeout), "ending an empty transaction")
+            return 0
+        now = time.time()
+        for tp, (pm, segs) in updates.items():
+            self._state(*st.progress_record(self.source_cluster, tp, pm, str(self.shard), now),
+                        self.rt.progress_topic)
+            if segs:
+                self._state(*st.segments_record(self.source_cluster, tp, segs), self.rt.offsets_topic)
+        for sync in self._pending_groups:
+            self._state(*st.group_record(self.source_cluster, sync), self.rt.progress_topic)
+        self._flush()
+        self._call(lambda: self.producer.commit_transaction(self.timeout), "committing a transaction")
+        for tp, (pm, segs) in updates.items():
+            pm.segments = self.maps[tp].segments
+            pm.add(segs)
+            self.maps[tp] = pm
+        self.dirty.clear()
+        self._pending_groups = []
+        self.totals.records += len(messages)
+        self.totals.bytes += sum(len(m.value() or b"") + len(m.key() or b"") for m in messages)
+        self.totals.transactions += 1
+        return len(messages)
+
+    def _updates(self, written: dict[TP, list[tuple[int, int]]], reached: dict[TP, int],
+                 gaps: dict[TP, Gap]) -> dict[TP, tuple[PartitionMap, list[Segment]]]:
+        out = {}
+        for tp in set(written) | set(reached) | set(gaps) | self.dirty:
+            old = self.maps[tp]
+            pm = PartitionMap(old.start_src, old.next_src, old.next_tgt, [], list(old.gaps))
+            if tp in gaps:
+                pm.gaps.append(gaps[tp])
+                pm.next_src = max(pm.next_src, gaps[tp].end)
+            pairs = written.get(tp, [])
+            if pairs:
+                pm.next_tgt = pairs[-1][1] + 1
+            pm.next_src = max(pm.next_src, reached.get(tp, 0))
+            if (pm.next_src, pm.next_tgt, len(pm.gaps)) != (old.next_src, old.next_tgt, len(old.gaps)) \
+                    or tp in self.dirty:
+                out[tp] = (pm, segments(pairs))
+        return out
+
+    def _failed(self, messages: list[Message], reached: dict[TP, int], gaps: dict[TP, Gap],
+                failures: list[tuple[int, KafkaError]]) -> int:
+        index, err = min(failures, key=lambda f: f[0])
+        if err.code() in _FENCED or err.fatal():
+            raise self._fenced(err)
+        if err.code() not in _TOO_LARGE:
+            raise _Abortable(err.str())
+        self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
+        bad = messages[index]
+        before = {_tp(m): _off(m) + 1 for m in messages[:index]}
+        before[_tp(bad)] = _off(bad)
+        done = self._commit(messages[:index], before, gaps) if index else 0
+        size = len(bad.value() or b"") + len(bad.key() or b"")
+        raise RecordTooLarge(
+            f"{self.rt.target.describe()} refused the record at {bad.topic()} partition {bad.partition()} "
+            f"offset {bad.offset()} ({size} bytes): {err.str()}. The mirror stopped before it; "
+            f"{done} records before it were committed",
+            fix=f"raise max.message.bytes of topic {bad.topic()} on the {self.rt.target.name} cluster (and the "
+                "brokers' message.max.bytes if needed) to at least the source's, then run the mirror again")
+
+    def _produce(self, msg: Message, on_delivery: Callable[[KafkaError | None, Message], None]) -> None:
+        ts_type, ts = msg.timestamp()
+        kwargs: dict[str, Any] = {"partition": msg.partition(), "key": msg.key(), "value": msg.value(),
+                                  "headers": msg.headers() or None, "on_delivery": on_delivery}
+        if ts_type != 0:  # TIMESTAMP_NOT_AVAILABLE
+            kwargs["timestamp"] = ts
+        while True:
+            try:
+                self.producer.produce(_tp(msg)[0], **kwargs)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+            except KafkaException as exc:
+                raise self._classify(exc.args[0], "writing a record") from None
+
+    def _state(self, key: bytes, value: bytes, topic: str) -> None:
+        self.producer.produce(topic, key=key, value=value, partition=0)
+
+    def _flush(self) -> None:
+        deadline = time.monotonic() + max(self.timeout, 120)
+        while self.producer.flush(1.0) > 0:
+            if time.monotonic() > deadline:
+                raise self.rt.target.failure(None, "waiting for records to be acknowledged", self.producer)
+
+    def _call(self, fn: Callable[[], Any], doing: str) -> Any:
+        for _ in range(30):
+            try:
+                return fn()
+            except KafkaException as exc:
+                err = exc.args[0]
+                if isinstance(err, KafkaError) and err.retriable() and not err.fatal():
+                    log.info("retrying after a retriable error while %s: %s", doing, err.str())
+                    self.producer.poll(0.5)  # serve callbacks while backing off
+                    continue
+                raise self._classify(err, doing) from None
+        raise self.rt.target.failure(None, doing, self.producer)
+
+    def _classify(self, err: Any, doing: str) -> Exception:
+        if isinstance(err, KafkaError):
+            if err.code() in _FENCED or (err.fatal() and "fenced" in err.str().lower()):
+                return self._fenced(err)
+            if err.txn_requires_abort():
+                return _Abortable(err.str())
+        return self.rt.target.failure(KafkaException(err) if isinstance(err, KafkaError) else None, doing,
+                                      self.producer)
+
+    def _fenced(self, err: KafkaError) -> Fenced:
+        return Fenced(f"shard {self.shard} was taken over by another mirror process (transactional id "
+                      f"{self.txn_id}): this process stopped and wrote nothing more ({err.str()})",
+                      fix="run each shard in exactly one process; the newer process carries on")
+
+
+class _Abortable(Exception):
+    """The open transaction must be aborted; the batch can be written again."""
+
+
+def _on_delivery(i: int, results: list[tuple[int, int]],
+                 failures: list[tuple[int, KafkaError]]) -> Callable[[KafkaError | None, Message], None]:
+    def done(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            failures.append((i, err))
+        else:
+            results.append((i, _off(msg)))
+    return done
+
+
+def _pairs(messages: list[Message], results: list[tuple[int, int]]) -> dict[TP, list[tuple[int, int]]]:
+    """Per partition, (source offset, target offset) in write order."""
+    out: dict[TP, list[tuple[int, int]]] = {}
+    for i, tgt in sorted(results):
+        m = messages[i]
+        out.setdefault(_tp(m), []).append((_off(m), tgt))
+    return out
+
+
+def _tp(msg: Message) -> TP:
+    return cast(str, msg.topic()), cast(int, msg.partition())
+
+
+def _off(msg: Message) -> int:
+    return cast(int, msg.offset())

@@ -1,0 +1,168 @@
+"""Consumer-group translation and sync, in either direction.
+
+Forward (old to new) a group's committed offset goes through the forward map.
+Reverse (new to old, for rollback) an offset below the reverse mirror's starting
+point was written by the forward mirror, so it goes back through the forward map's
+inverse; at or above it, through the reverse map. Either way the result is exact or
+it is refused with a reason, never approximated.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cutover.errors import UsageError
+from cutover.kafka.clients import DEFAULT_TIMEOUT
+from cutover.kafka.inspect import cluster_id, list_groups
+from cutover.kafka.offsets import GroupInfo, commit_group, group_info
+from cutover.mirror import state as st
+from cutover.mirror.offsetmap import NotYetMirrored, PartitionMap
+
+log = logging.getLogger("cutover.mirror")
+TP = tuple[str, int]
+
+
+class Translator:
+    def __init__(self, own: Mapping[TP, PartitionMap], prior: Mapping[TP, PartitionMap] | None = None) -> None:
+        self.own, self.prior = own, prior
+
+    def translate(self, tp: TP, offset: int) -> int:
+        """Exact target position of a source position; raises NotYetMirrored with the reason."""
+        pm = self.own.get(tp)
+        if self.prior is None:
+            if pm is None:
+                raise NotYetMirrored("the mirror has not started on this partition")
+            return pm.translate(offset)
+        if pm is not None and offset >= pm.start_src:
+            return pm.translate(offset)
+        fwd = self.prior.get(tp)
+        if fwd is None:
+            raise NotYetMirrored("neither mirror has copied this partition")
+        return fwd.invert(offset)
+
+
+@dataclass(frozen=True)
+class Translation:
+    topic: str
+    partition: int
+    source_offset: int
+    target_offset: int | None
+    #: Why there is no target offset (None when translated exactly).
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "source_offset": self.source_offset,
+                "target_offset": self.target_offset, "reason": self.reason}
+
+
+def translate(tr: Translator, offsets: Mapping[TP, int]) -> list[Translation]:
+    out = []
+    for tp, off in sorted(offsets.items()):
+        try:
+            out.append(Translation(tp[0], tp[1], off, tr.translate(tp, off)))
+        except NotYetMirrored as exc:
+            out.append(Translation(tp[0], tp[1], off, None, str(exc)))
+    return out
+
+
+def translator(rt: st.Route, plan: Any, timeout: float = DEFAULT_TIMEOUT) -> Translator:
+    """Load the committed maps this direction needs from the clusters."""
+    own = st.load(rt, cluster_id(rt.source, timeout)).partitions
+    if rt.direction == "forward":
+        return Translator(own)
+    fwd = st.route(plan, "forward")
+    return Translator(own, st.load(fwd, cluster_id(fwd.source, timeout)).partitions)
+
+
+def translate_group(plan: Any, group: str, direction: st.Direction = "forward",
+                    timeout: float = DEFAULT_TIMEOUT) -> list[Translation]:
+    """The library form of `cutover offsets translate`: per partition, source and exact target offset."""
+    rt = st.route(plan, direction)
+    info = group_info(rt.source, group, timeout)
+    if not info.offsets:
+        known = list_groups(rt.source, timeout)
+        raise UsageError(f"consumer group {group} has no committed offsets on {rt.source.describe()}; groups "
+                         f"there: {', '.join(known[:30]) or '(none)'}", fix="name a group that has committed")
+    return translate(translator(rt, plan, timeout), info.offsets)
+
+
+@dataclass
+class GroupOutcome:
+    group: str
+    #: Partitions whose target offset now equals the translation (committed now or before).
+    committed: dict[TP, int] = field(default_factory=dict)
+    skipped: dict[TP, str] = field(default_factory=dict)
+    #: Why the whole group was left alone (None when it was synced).
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "reason": self.reason,
+                "committed": [{"topic": t, "partition": p, "offset": o}
+                              for (t, p), o in sorted(self.committed.items())],
+                "skipped": [{"topic": t, "partition": p, "reason": r} for (t, p), r in sorted(self.skipped.items())]}
+
+
+def sync(rt: st.Route, matches: Callable[[str], bool], tr: Translator, owned: Callable[[TP], bool],
+         allow_rewind: bool = False, timeout: float = DEFAULT_TIMEOUT) -> list[GroupOutcome]:
+    """Commit every selected group's translated offsets on the target, where that is safe."""
+    outcomes = []
+    for group in (g for g in list_groups(rt.source, timeout) if matches(g)):
+        outcomes.append(_sync_one(rt, group, tr, owned, allow_rewind, timeout))
+    return outcomes
+
+
+def _sync_one(rt: st.Route, group: str, tr: Translator, owned: Callable[[TP], bool], allow_rewind: bool,
+              timeout: float) -> GroupOutcome:
+    out = GroupOutcome(group)
+    source = group_info(rt.source, group, timeout)
+    mine = {tp: o for tp, o in source.offsets.items() if owned(tp)}
+    if not mine:
+        return out
+    target: GroupInfo = group_info(rt.target, group, timeout)
+    if target.active:
+        out.reason = f"the group has {target.members} active members on {rt.target.describe()}"
+        log.warning("group %s not synced: %s", group, out.reason)
+        return out
+    for t in translate(tr, mine):
+        tp = (t.topic, t.partition)
+        current = target.offsets.get(tp)
+        if t.target_offset is None:
+            out.skipped[tp] = t.reason or "not translatable"
+        elif current is not None and current > t.target_offset and not allow_rewind:
+            out.skipped[tp] = (f"the target group is further ({current}) than the translation "
+                               f"({t.target_offset}); not moved back without --allow-rewind")
+        else:
+            out.committed[tp] = t.target_offset
+    changed = {tp: o for tp, o in out.committed.items() if target.offsets.get(tp) != o}
+    if changed:
+        commit_group(rt.target, group, changed, timeout)
+        log.info("group %s: committed %d partitions on %s", group, len(changed), rt.target.name)
+    return out
+
+
+def record(outcomes: list[GroupOutcome]) -> list[st.GroupSync]:
+    now = time.time()
+    return [st.GroupSync(o.group, now, {f"{t}/{p}": off for (t, p), off in o.committed.items()})
+            for o in outcomes if o.reason is None]
+
+
+def sync_now(plan: Any, direction: st.Direction, allow_rewind: bool = False,
+             timeout: float = DEFAULT_TIMEOUT) -> list[GroupOutcome]:
+    """On-demand sync (all partitions), recorded in the mirror state like a running mirror's."""
+    from confluent_kafka import Producer
+
+    rt = st.route(plan, direction)
+    outcomes = sync(rt, plan.spec.groups.matches, translator(rt, plan, timeout), lambda _tp: True,
+                    allow_rewind, timeout)
+    source = cluster_id(rt.source, timeout)
+    producer = Producer(rt.target.config(**{"enable.idempotence": True}))
+    for sync_ in record(outcomes):
+        key, value = st.group_record(source, sync_)
+        producer.produce(rt.progress_topic, key=key, value=value, partition=0)
+    if producer.flush(timeout) > 0:
+        raise rt.target.failure(None, "recording the group sync", producer)
+    return outcomes

@@ -1,0 +1,201 @@
+"""One mirror process: prepare topics and state, then copy, sync groups and report until done.
+
+Order matters for exactly-once: the transactional producer is initialised (fencing
+any older process of this shard and aborting its open transaction) before the
+committed progress is read, so the progress read is the one the target will keep.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cutover.kafka.inspect import cluster_id
+from cutover.kafka.offsets import log_offsets
+from cutover.mirror import groups, topics
+from cutover.mirror import state as st
+from cutover.mirror.copier import Copier, transactional_id
+from cutover.mirror.metrics import Metrics
+from cutover.mirror.offsetmap import PartitionMap
+from cutover.mirror.shard import Shard
+from cutover.output import progress
+
+log = logging.getLogger("cutover.mirror")
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Options:
+    direction: st.Direction = "forward"
+    shard: Shard = field(default_factory=Shard)
+    until_caught_up: bool = False
+    allow_existing_target: bool = False
+    allow_rewind: bool = False
+    metrics_port: int | None = None
+    timeout: float = 30.0
+    #: Seconds between progress lines on stderr.
+    report_every: float = 5.0
+    batch_records: int = 50_000
+    batch_bytes: int = 64 * 1024 * 1024
+    batch_seconds: float = 0.5
+
+
+@dataclass
+class Run:
+    plan: Any
+    opts: Options
+    stop: threading.Event
+    rt: st.Route = field(init=False)
+    source_cluster: str = ""
+    topics: dict[str, int] = field(default_factory=dict)
+    prior: dict[TP, PartitionMap] | None = None
+    group_outcomes: list[groups.GroupOutcome] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rt = st.route(self.plan, self.opts.direction)
+
+
+def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
+    """Mirror until caught up (or until `stop` is set). Returns the run's summary."""
+    r = Run(plan, opts, stop)
+    rt, sel = r.rt, plan.spec.topics
+    r.source_cluster = cluster_id(rt.source, opts.timeout)
+    r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
+    limit = topics.batch_limit(rt, r.topics, opts.timeout)
+    copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, opts.timeout)
+    metrics = Metrics(opts.metrics_port)
+    try:
+        copier.init()
+        state = st.load(rt, r.source_cluster, timeout=opts.timeout)
+        if opts.direction == "reverse":
+            fwd = st.route(plan, "forward")
+            r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
+        _prepare_topics(r, state)
+        copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)))
+        return _loop(r, copier, metrics)
+    finally:
+        copier.close()
+
+
+def _prepare_topics(r: Run, state: st.MirrorState) -> None:
+    allow = r.opts.allow_existing_target or r.opts.direction == "reverse"
+    changes = topics.plan_changes(r.rt, r.topics, state, allow, r.opts.timeout)
+    topics.apply(r.rt, changes, r.plan.spec.mirror.replication_factor, r.opts.timeout)
+    st.ensure_topics(r.rt, r.plan.spec.mirror.replication_factor, r.opts.timeout)
+
+
+def _owned(r: Run) -> list[TP]:
+    return [(t, p) for t, n in r.topics.items() for p in range(n) if r.opts.shard.owns(t, p)]
+
+
+def _starting_points(r: Run, state: st.MirrorState, assigned: set[TP]) -> dict[TP, PartitionMap]:
+    """Where each newly owned partition resumes: committed progress, else where it must begin."""
+    todo = [tp for tp in _owned(r) if tp not in assigned]
+    starts = log_offsets(r.rt.source, todo, "start", r.opts.timeout)
+    fresh = [tp for tp in todo if tp not in state.partitions]
+    target_ends = log_offsets(r.rt.target, fresh, "end", r.opts.timeout)
+    out = {}
+    for tp in todo:
+        pm = state.partitions.get(tp)
+        if pm is None:
+            begin = starts[tp]
+            if r.prior is not None and tp in r.prior:  # reverse: only what the forward mirror did not write
+                begin = max(begin, r.prior[tp].next_tgt)
+            pm = PartitionMap(start_src=begin, next_src=begin, next_tgt=target_ends[tp])
+        elif starts[tp] > pm.next_src:
+            pm.gaps.append(_lost(r, tp, pm.next_src, starts[tp]))
+            pm.next_src = starts[tp]
+        out[tp] = pm
+    return out
+
+
+def _lost(r: Run, tp: TP, start: int, end: int) -> Any:
+    from cutover.mirror.offsetmap import Gap
+
+    log.error("DATA LOSS ON THE SOURCE: %s partition %d offsets %d..%d (%d records) were deleted by retention on "
+              "%s before they were mirrored", tp[0], tp[1], start, end - 1, end - start, r.rt.source.describe())
+    return Gap(start, end)
+
+
+def _loop(r: Run, copier: Copier, metrics: Metrics) -> dict[str, Any]:
+    opts, rt = r.opts, r.rt
+    goal = log_offsets(rt.source, copier.maps, "end", opts.timeout) if opts.until_caught_up else {}
+    started = last_report = time.monotonic()
+    last_sync = 0.0
+    reported = (0, 0, 0)
+    sync_every = float(r.plan.spec.mirror.group_sync_interval)
+    while not r.stop.is_set():
+        copier.commit(copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds))
+        now = time.monotonic()
+        if now - last_sync >= sync_every:
+            _sync_groups(r, copier, metrics)
+            _follow_topics(r, copier)
+            last_sync = now
+        if now - last_report >= opts.report_every:
+            reported = _report(r, copier, metrics, now - last_report, reported)
+            last_report = now
+        if goal and all(copier.maps[tp].next_src >= end for tp, end in goal.items()):
+            break
+        if opts.until_caught_up and not goal:
+            break
+    _sync_groups(r, copier, metrics)
+    copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any
+    _report(r, copier, metrics, time.monotonic() - last_report, reported)
+    return _summary(r, copier, time.monotonic() - started)
+
+
+def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
+    tr = groups.Translator(copier.maps, r.prior)
+    outcomes = groups.sync(r.rt, r.plan.spec.groups.matches, tr, lambda tp: tp in copier.maps,
+                           r.opts.allow_rewind, r.opts.timeout)
+    r.group_outcomes = outcomes
+    syncs = groups.record(outcomes)
+    copier.record_groups(syncs)
+    for s in syncs:
+        metrics.synced(r.rt.direction, s.group, s.at)
+
+
+def _follow_topics(r: Run, copier: Copier) -> None:
+    """Pick up partitions added on the source (and new matching topics) while running."""
+    sel = r.plan.spec.topics
+    now = topics.selected_topics(r.rt, sel.include, sel.matches, r.rt.prefix, r.opts.timeout)
+    if now == r.topics:
+        return
+    r.topics = now
+    state = st.MirrorState(r.source_cluster, dict(copier.maps))
+    _prepare_topics(r, state)
+    added = _starting_points(r, st.load(r.rt, r.source_cluster, with_map=False, timeout=r.opts.timeout),
+                             set(copier.maps))
+    if added:
+        log.warning("mirroring %d more partitions: %s", len(added), sorted(added))
+        copier.assign(r.source_cluster, added)
+
+
+def _report(r: Run, copier: Copier, metrics: Metrics, elapsed: float,
+            before: tuple[int, int, int]) -> tuple[int, int, int]:
+    ends = log_offsets(r.rt.source, copier.maps, "end", r.opts.timeout)
+    metrics.observe(r.rt.direction, ends, copier.maps)
+    t = copier.totals
+    metrics.copied(r.rt.direction, t.records - before[0], t.bytes - before[1], t.transactions - before[2])
+    lag: dict[str, int] = {}
+    for tp, end in ends.items():
+        lag[tp[0]] = lag.get(tp[0], 0) + max(0, end - copier.maps[tp].next_src)
+    rate = (t.records - before[0]) / max(elapsed, 1e-6)
+    mbps = (t.bytes - before[1]) / max(elapsed, 1e-6) / 1e6
+    lags = " ".join(f"{k}={v:,}" for k, v in sorted(lag.items()))
+    progress(f"mirror {r.rt.direction} {r.opts.shard}: {t.records:,} records, {rate:,.0f} rec/s, "
+             f"{mbps:.1f} MB/s; lag {lags}")
+    return t.records, t.bytes, t.transactions
+
+
+def _summary(r: Run, copier: Copier, seconds: float) -> dict[str, Any]:
+    parts = [{"topic": t, "partition": p, "position": pm.next_src, "target_position": pm.next_tgt,
+              "gaps": [[g.start, g.end] for g in pm.gaps]} for (t, p), pm in sorted(copier.maps.items())]
+    return {"direction": r.rt.direction, "shard": str(r.opts.shard), "source_cluster": r.source_cluster,
+            "records": copier.totals.records, "bytes": copier.totals.bytes,
+            "transactions": copier.totals.transactions, "seconds": round(seconds, 3),
+            "partitions": parts, "gaps": [p for p in parts if p["gaps"]],
+            "groups": [o.as_dict() for o in r.group_outcomes]}

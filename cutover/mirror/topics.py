@@ -1,0 +1,179 @@
+"""Topic and config sync: make the target topics fit the source before any record moves.
+
+Everything is decided first (creations, partition increases, config changes,
+refusals) and only then applied, so a refusal leaves the target untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+
+from cutover.errors import Refused, UsageError
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+from cutover.kafka.offsets import wait_all
+from cutover.mirror.state import MirrorState, Route
+
+log = logging.getLogger("cutover.mirror")
+
+#: Topic configs that describe a broker or a replica layout, not the data: never copied.
+#: Timestamps are kept as the records' own (CreateTime), whatever the source used.
+NOT_COPIED = frozenset({
+    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas", "min.insync.replicas",
+    "unclean.leader.election.enable", "message.timestamp.type", "message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms", "message.timestamp.after.max.ms", "remote.storage.enable",
+    "local.retention.ms", "local.retention.bytes",
+})
+ALWAYS = {"message.timestamp.type": "CreateTime"}
+
+
+def copied(name: str) -> bool:
+    return name not in NOT_COPIED and not name.startswith("confluent.")
+
+
+@dataclass
+class TopicChanges:
+    creates: dict[str, tuple[int, dict[str, str]]] = field(default_factory=dict)
+    grows: dict[str, int] = field(default_factory=dict)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    refusals: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.creates or self.grows or self.configs)
+
+
+def selected_topics(rt: Route, include: list[str], matches: object, prefix: str,
+                    timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
+    """The source topics the plan selects, with partition counts. Refuses an empty selection."""
+    client = admin(rt.source)
+    try:
+        meta = client.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise rt.source.failure(exc, "listing topics", client) from None
+    names = {n: len(t.partitions) for n, t in meta.topics.items()
+             if not n.startswith("__") and not n.startswith(prefix)}
+    chosen = {n: c for n, c in names.items() if matches(n)}  # type: ignore[operator]
+    if not chosen:
+        shown = ", ".join(sorted(names)[:30]) or "(none)"
+        raise UsageError(f"the plan's topics selection (include {include}) matches no topic on "
+                         f"{rt.source.describe()}; topics there: {shown}",
+                         fix="correct topics.include / topics.exclude in the plan")
+    return dict(sorted(chosen.items()))
+
+
+def plan_changes(rt: Route, topics: dict[str, int], state: MirrorState, allow_existing: bool,
+                 timeout: float = DEFAULT_TIMEOUT) -> TopicChanges:
+    src_admin, tgt_admin = admin(rt.source), admin(rt.target)
+    try:
+        target_meta = tgt_admin.list_topics(timeout=timeout).topics
+    except KafkaException as exc:
+        raise rt.target.failure(exc, "listing topics", tgt_admin) from None
+    src_configs = _configs(rt.source, src_admin, list(topics), timeout, explicit_only=True)
+    present = [t for t in topics if t in target_meta]
+    tgt_configs = _configs(rt.target, tgt_admin, present, timeout, explicit_only=False)
+    ours = {t for t, _ in state.partitions}
+    changes = TopicChanges()
+    for topic, count in topics.items():
+        wanted = {k: v for k, v in src_configs[topic].items() if copied(k)}
+        if topic not in target_meta:
+            changes.creates[topic] = (count, {**wanted, **ALWAYS})
+            continue
+        have = len(target_meta[topic].partitions)
+        if topic not in ours and not allow_existing:
+            changes.refusals += _foreign(rt.target, topic, have, count, timeout)
+        if have < count:
+            changes.grows[topic] = count
+        diff = {k: v for k, v in wanted.items() if tgt_configs[topic].get(k) != v}
+        if diff:
+            changes.configs[topic] = diff
+    return changes
+
+
+def apply(rt: Route, changes: TopicChanges, replication_factor: int, timeout: float = DEFAULT_TIMEOUT) -> None:
+    if changes.refusals:
+        raise Refused("the mirror will not write into target topics it did not create: "
+                      + "; ".join(changes.refusals) + " (nothing was written)",
+                      fix="mirror into empty or absent topics, or pass --allow-existing-target to adopt them")
+    client = admin(rt.target)
+    if changes.creates:
+        new = [NewTopic(t, n, replication_factor, config=c) for t, (n, c) in changes.creates.items()]
+        wait_all(rt.target, client, client.create_topics(new, request_timeout=timeout), "creating topics", timeout)
+        for t, (n, c) in changes.creates.items():
+            log.warning("created topic %s on %s: %d partitions, configs %s", t, rt.target.name, n, c or "{}")
+    if changes.grows:
+        grow = [NewPartitions(t, n) for t, n in changes.grows.items()]
+        wait_all(rt.target, client, client.create_partitions(grow, request_timeout=timeout),
+              "adding partitions", timeout)
+        for t, n in changes.grows.items():
+            log.warning("topic %s on %s now has %d partitions, like the source", t, rt.target.name, n)
+    if changes.configs:
+        res = [ConfigResource(ResourceType.TOPIC, t, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in c.items()])
+            for t, c in changes.configs.items()]
+        wait_all(rt.target, client, client.incremental_alter_configs(res, request_timeout=timeout),
+              "changing topic configs", timeout)
+        for t, c in changes.configs.items():
+            log.warning("topic %s on %s: configs set to match the source: %s", t, rt.target.name, c)
+
+
+def _configs(ref: ClusterRef, client: AdminClient, topics: list[str], timeout: float,
+             explicit_only: bool) -> dict[str, dict[str, str]]:
+    if not topics:
+        return {}
+    futures = client.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics],
+                                      request_timeout=timeout)
+    done = wait_all(ref, client, futures, "describing topic configs", timeout)
+    return {res.name: {name: entry.value for name, entry in entries.items()
+                       if entry.value is not None and not entry.is_sensitive
+                       and (not explicit_only or _source(entry) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)}
+            for res, entries in done.items()}
+
+
+def _foreign(ref: ClusterRef, topic: str, have: int, want: int, timeout: float) -> list[str]:
+    problems = []
+    if have < want:
+        problems.append(f"{topic} on {ref.describe()} has {have} partitions, the source has {want}")
+    consumer = Consumer(ref.config(**{"group.id": "cutover-inspect", "enable.auto.commit": False}))
+    try:
+        held = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout) for p in range(have)}
+    except KafkaException as exc:
+        raise ref.failure(exc, f"reading the offsets of {topic}", consumer) from None
+    finally:
+        consumer.close()
+    busy = {p: hi - lo for p, (lo, hi) in held.items() if hi > lo}
+    if busy:
+        problems.append(f"{topic} on {ref.describe()} already holds {sum(busy.values())} records "
+                        f"(partitions {sorted(busy)}) that this mirror did not write")
+    return problems
+
+
+def _source(entry: ConfigEntry) -> int:
+    source: Any = entry.source
+    return int(getattr(source, "value", source))
+
+
+def batch_limit(rt: Route, topics: dict[str, int], timeout: float = DEFAULT_TIMEOUT) -> int:
+    """The producer's batch size: no batch of small records may exceed what a target topic accepts."""
+    limit = 1_000_000
+    for ref in (rt.source, rt.target):
+        client = admin(ref)
+        try:
+            present = [t for t in topics if t in client.list_topics(timeout=timeout).topics]
+        except KafkaException as exc:
+            raise ref.failure(exc, "listing topics", client) from None
+        for conf in _configs(ref, client, present, timeout, explicit_only=False).values():
+            limit = min(limit, int(conf.get("max.message.bytes", limit)))
+    return max(1024, limit - 512)  # leave room for the batch header
