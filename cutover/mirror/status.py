@@ -24,8 +24,9 @@ def status(plan: Any, direction: st.Direction = "forward", timeout: float = 10.0
     selected = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, timeout)
     tps = [(t, p) for t, n in selected.items() for p in range(n)]
     ends = log_offsets(rt.source, tps, "end", timeout)
+    groups = sorted((g for g in state.groups.values() if plan.spec.groups.matches(g.group)), key=lambda g: g.group)
     synced: dict[str, float] = {}
-    for g in state.groups.values():
+    for g in groups:
         for key in g.offsets:
             synced[key] = max(synced.get(key, 0.0), g.at)
     parts: list[dict[str, Any]] = []
@@ -43,7 +44,7 @@ def status(plan: Any, direction: st.Direction = "forward", timeout: float = 10.0
         "lag": sum(p["lag"] for p in parts), "partitions": parts,
         "gaps": [{"topic": p["topic"], "partition": p["partition"], **g} for p in parts for g in p["gaps"]],
         "groups": [{"group": g.group, "last_sync": _iso(g.at), "partitions": len(g.offsets)}
-                   for g in sorted(state.groups.values(), key=lambda g: g.group)],
+                   for g in groups],
     }
 
 

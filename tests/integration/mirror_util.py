@@ -1,0 +1,122 @@
+"""Helpers for mirror tests: a plan scoped to one test's topics, traffic, and record comparison."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, Producer, TopicPartition
+
+from tests.integration.kafka_util import Rec, rec
+
+BIG = 1_500_000  # bytes: above the 1 MB client and broker defaults
+PRODUCER = {"message.max.bytes": 3_000_000, "linger.ms": 5}
+
+
+def scoped_plan(plan_file: Path, ns: str, out: Path, **mirror: Any) -> Path:
+    """The sandbox plan, restricted to this test's topics and groups, with its own name."""
+    data = yaml.safe_load(plan_file.read_text())
+    data.update({"name": ns, "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}\\..*"]}})
+    if data.get("env_file"):
+        data["env_file"] = str(plan_file.parent / data["env_file"])
+    data["mirror"] = {**data.get("mirror", {}), "group_sync_interval": "1s", **mirror}
+    path = out / f"{ns}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def start_mirror(plan: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", str(plan), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 60) -> tuple[int, str, str]:
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def content(records: list[Rec]) -> list[tuple[Any, ...]]:
+    """What must survive the mirror, per record: everything but the offset."""
+    return [(r.partition, r.key, r.value, r.headers, r.timestamp) for r in records]
+
+
+class Traffic:
+    """Random source traffic: committed and aborted transactions, null keys, tombstones, headers, big values."""
+
+    def __init__(self, props: Mapping[str, str], topic: str, partitions: int, seed: int, txn_id: str) -> None:
+        self.topic, self.partitions, self.rnd = topic, partitions, random.Random(seed)
+        self.plain = Producer({**props, **PRODUCER, "enable.idempotence": True})
+        self.txn = Producer({**props, **PRODUCER, "transactional.id": txn_id})
+        self.txn.init_transactions(30)
+        self.aborted: list[tuple[int, int]] = []  # (partition, offset) of aborted records
+        self.n = 0
+        self.epoch_ms = int(time.time() * 1000) - 3_600_000  # an hour ago: explicit, and within retention
+
+    def _record(self, big: bool = False) -> dict[str, Any]:
+        self.n += 1
+        r = self.rnd.random()
+        key = None if r < 0.15 else f"k{self.rnd.randint(0, 40)}".encode()
+        value = None if 0.15 <= r < 0.25 else (os.urandom(BIG) if big else f"v{self.n}-{r:.6f}".encode())
+        headers = [("trace", f"{self.n}".encode()), ("dup", b"1"), ("dup", None)] if r > 0.5 else None
+        return {"key": key, "value": value, "headers": headers, "partition": self.rnd.randrange(self.partitions),
+                "timestamp": self.epoch_ms + self.n}
+
+    def round(self, records: int = 20, big: bool = False) -> None:
+        """Some plain records, one committed and maybe one aborted transaction."""
+        for _ in range(records):
+            self.plain.produce(self.topic, **self._record())
+        if big:
+            self.plain.produce(self.topic, **self._record(big=True))
+        assert self.plain.flush(30) == 0
+        for commit in (True, self.rnd.random() < 0.5):
+            self.txn.begin_transaction()
+            delivered: list[tuple[int, int]] = []
+            for _ in range(self.rnd.randint(1, 8)):
+                self.txn.produce(self.topic, on_delivery=lambda e, m: delivered.append((m.partition(), m.offset())),
+                                 **self._record())
+            self.txn.flush(30)
+            if commit:
+                self.txn.commit_transaction(30)
+            else:
+                self.txn.abort_transaction(30)
+                self.aborted += delivered
+
+
+def first_record(props: Mapping[str, str], group: str, topic: str, partition: int,
+                 timeout: float = 20) -> Rec | None:
+    """The record a member of `group` reads first on this partition (None at the end)."""
+    consumer = Consumer({**props, "group.id": group, "enable.auto.commit": False, "enable.partition.eof": True,
+                         "isolation.level": "read_committed", "auto.offset.reset": "error"})
+    try:
+        consumer.assign([TopicPartition(topic, partition, OFFSET_STORED)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is None:
+                return rec(msg)
+            if err.code() == KafkaError._PARTITION_EOF:
+                return None
+            raise AssertionError(f"{group} on {topic}/{partition}: {err.str()}")
+        raise AssertionError(f"{group} on {topic}/{partition}: nothing read within {timeout}s")
+    finally:
+        consumer.close()
+
+
+def commit(props: Mapping[str, str], group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+    consumer = Consumer({**props, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
