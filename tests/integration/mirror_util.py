@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import random
 import signal
-import time
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -80,9 +80,9 @@ class Traffic:
         for commit in (True, self.rnd.random() < 0.5):
             self.txn.begin_transaction()
             delivered: list[tuple[int, int]] = []
+            on_delivery = lambda _e, m, into=delivered: into.append((m.partition(), m.offset()))  # noqa: E731
             for _ in range(self.rnd.randint(1, 8)):
-                self.txn.produce(self.topic, on_delivery=lambda e, m: delivered.append((m.partition(), m.offset())),
-                                 **self._record())
+                self.txn.produce(self.topic, on_delivery=on_delivery, **self._record())
             self.txn.flush(30)
             if commit:
                 self.txn.commit_transaction(30)
