@@ -29,7 +29,7 @@ def _setup_logging(debug: bool, verbose: bool) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
     root.propagate = False
-    logging.getLogger("cutover.kafka.librdkafka").setLevel(logging.DEBUG if debug else logging.CRITICAL)
+    logging.getLogger("cutover.kafka.librdkafka").setLevel(logging.DEBUG if debug else logging.CRITICAL + 10)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -240,11 +240,14 @@ class Copier:
                 raise self._classify(exc.args[0], "writing a record") from None
 
     def _state(self, key: bytes, value: bytes, topic: str) -> None:
-        self.producer.produce(topic, key=key, value=value, partition=0)
+        try:
+            self.producer.produce(topic, key=key, value=value, partition=0)
+        except KafkaException as exc:
+            raise self._classify(exc.args[0], "writing the mirror's progress") from None
 
     def _flush(self) -> None:
         deadline = time.monotonic() + max(self.timeout, 120)
-        while self.producer.flush(1.0) > 0:
+        while self._call(lambda: self.producer.flush(1.0), "waiting for acknowledgements") > 0:
             if time.monotonic() > deadline:
                 raise self.rt.target.failure(None, "waiting for records to be acknowledged", self.producer)
 
