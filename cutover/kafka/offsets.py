@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
+    KafkaError,
     KafkaException,
     TopicPartition,
 )
@@ -44,6 +47,15 @@ def log_offsets(ref: ClusterRef, tps: Iterable[TP], which: str = "end",
     return {(tp.topic, tp.partition): info.offset for tp, info in done.items()}
 
 
+_COORDINATOR = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
+
+
+def _coordinator_busy(err: Any) -> bool:
+    """Transient: the group coordinator is moving or loading (on a fresh cluster, for seconds)."""
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() in _COORDINATOR)
+
+
 @dataclass(frozen=True)
 class GroupInfo:
     group: str
@@ -59,12 +71,25 @@ class GroupInfo:
 
 def group_info(ref: ClusterRef, group: str, timeout: float = DEFAULT_TIMEOUT,
                client: AdminClient | None = None) -> GroupInfo:
-    client = client or admin(ref)
-    desc = wait_all(ref, client, client.describe_consumer_groups([group], request_timeout=timeout),
-                 f"describing consumer group {group}", timeout)[group]
-    listing = wait_all(ref, client, client.list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group)], request_timeout=timeout), f"reading the offsets of group {group}",
-        timeout)[group]
+    admin_client = client or admin(ref)
+
+    def ask(what: str, call: Callable[[], dict]) -> Any:  # type: ignore[type-arg]
+        # a fresh cluster answers "coordinator loading" for a moment: retry what is retriable
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return {k: f.result(timeout=timeout + 5) for k, f in call().items()}[group]
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not _coordinator_busy(err) or time.monotonic() > deadline:
+                    raise ref.failure(exc, f"{what} of consumer group {group}", admin_client) from None
+                admin_client.poll(0.2)
+            except concurrent.futures.TimeoutError as exc:
+                raise ref.failure(exc, f"{what} of consumer group {group}", admin_client) from None
+
+    desc = ask("describing", lambda: admin_client.describe_consumer_groups([group], request_timeout=timeout))
+    listing = ask("reading the offsets", lambda: admin_client.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group)], request_timeout=timeout))
     offsets = {(tp.topic, tp.partition): tp.offset for tp in listing.topic_partitions or [] if tp.offset >= 0}
     state = desc.state.name.lower() if isinstance(desc.state, ConsumerGroupState) else str(desc.state)
     return GroupInfo(group, state, len(desc.members or []), offsets)
