@@ -23,6 +23,16 @@ from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
 TP = tuple[str, int]
 
 
+#: Transient answers: leadership or a coordinator moving or loading, or a topic created a moment ago.
+_TRANSIENT = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+              KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_LEADER_FOR_PARTITION,
+              KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+
+
+def _transient(err: Any) -> bool:
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
+
+
 def wait_all(ref: ClusterRef, client: AdminClient, futures: dict, doing: str, timeout: float) -> dict:  # type: ignore[type-arg]
     out = {}
     for key, fut in futures.items():
@@ -33,27 +43,33 @@ def wait_all(ref: ClusterRef, client: AdminClient, futures: dict, doing: str, ti
     return out
 
 
+def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[], dict], doing: str,  # type: ignore[type-arg]
+             timeout: float) -> dict:  # type: ignore[type-arg]
+    """Issue an admin call and wait for all its futures, again while the answers are transient."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return {k: f.result(timeout=timeout + 5) for k, f in call().items()}
+        except KafkaException as exc:
+            if not _transient(exc.args[0]) or time.monotonic() > deadline:
+                raise ref.failure(exc, doing, client) from None
+            client.poll(0.2)  # back off while serving callbacks
+        except concurrent.futures.TimeoutError as exc:
+            raise ref.failure(exc, doing, client) from None
+
+
 def log_offsets(ref: ClusterRef, tps: Iterable[TP], which: str = "end",
                 timeout: float = DEFAULT_TIMEOUT, client: AdminClient | None = None) -> dict[TP, int]:
     """Per partition: "start" (log start) or "end" (last stable offset: committed records only)."""
     tps = list(tps)
     if not tps:
         return {}
-    client = client or admin(ref)
+    admin_client = client or admin(ref)
     spec = OffsetSpec.earliest() if which == "start" else OffsetSpec.latest()
-    futures = client.list_offsets({TopicPartition(t, p): spec for t, p in tps},
-                                  isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout)
-    done = wait_all(ref, client, futures, f"listing the {which} offsets", timeout)
+    done = retrying(ref, admin_client, lambda: admin_client.list_offsets(
+        {TopicPartition(t, p): spec for t, p in tps}, isolation_level=IsolationLevel.READ_COMMITTED,
+        request_timeout=timeout), f"listing the {which} offsets", timeout)
     return {(tp.topic, tp.partition): info.offset for tp, info in done.items()}
-
-
-_COORDINATOR = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
-
-
-def _coordinator_busy(err: Any) -> bool:
-    """Transient: the group coordinator is moving or loading (on a fresh cluster, for seconds)."""
-    return isinstance(err, KafkaError) and (err.retriable() or err.code() in _COORDINATOR)
 
 
 @dataclass(frozen=True)
@@ -71,25 +87,12 @@ class GroupInfo:
 
 def group_info(ref: ClusterRef, group: str, timeout: float = DEFAULT_TIMEOUT,
                client: AdminClient | None = None) -> GroupInfo:
-    admin_client = client or admin(ref)
-
-    def ask(what: str, call: Callable[[], dict]) -> Any:  # type: ignore[type-arg]
-        # a fresh cluster answers "coordinator loading" for a moment: retry what is retriable
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return {k: f.result(timeout=timeout + 5) for k, f in call().items()}[group]
-            except KafkaException as exc:
-                err = exc.args[0]
-                if not _coordinator_busy(err) or time.monotonic() > deadline:
-                    raise ref.failure(exc, f"{what} of consumer group {group}", admin_client) from None
-                admin_client.poll(0.2)
-            except concurrent.futures.TimeoutError as exc:
-                raise ref.failure(exc, f"{what} of consumer group {group}", admin_client) from None
-
-    desc = ask("describing", lambda: admin_client.describe_consumer_groups([group], request_timeout=timeout))
-    listing = ask("reading the offsets", lambda: admin_client.list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group)], request_timeout=timeout))
+    c = client or admin(ref)
+    desc = retrying(ref, c, lambda: c.describe_consumer_groups([group], request_timeout=timeout),
+                    f"describing consumer group {group}", timeout)[group]
+    listing = retrying(ref, c, lambda: c.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group)], request_timeout=timeout),
+        f"reading the offsets of consumer group {group}", timeout)[group]
     offsets = {(tp.topic, tp.partition): tp.offset for tp in listing.topic_partitions or [] if tp.offset >= 0}
     state = desc.state.name.lower() if isinstance(desc.state, ConsumerGroupState) else str(desc.state)
     return GroupInfo(group, state, len(desc.members or []), offsets)
