@@ -33,12 +33,17 @@ def _transient(err: Any) -> bool:
     return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
 
 
-def wait_all(ref: ClusterRef, client: AdminClient, futures: dict, doing: str, timeout: float) -> dict:  # type: ignore[type-arg]
+def wait_all(ref: ClusterRef, client: AdminClient, futures: dict, doing: str, timeout: float,  # type: ignore[type-arg]
+             already_done: frozenset[int] = frozenset()) -> dict:  # type: ignore[type-arg]
+    """Wait for every future; errors whose code is in `already_done` mean another process did it first."""
     out = {}
     for key, fut in futures.items():
         try:
             out[key] = fut.result(timeout=timeout + 5)
-        except (KafkaException, concurrent.futures.TimeoutError) as exc:
+        except KafkaException as exc:
+            if not (isinstance(exc.args[0], KafkaError) and exc.args[0].code() in already_done):
+                raise ref.failure(exc, doing, client) from None
+        except concurrent.futures.TimeoutError as exc:
             raise ref.failure(exc, doing, client) from None
     return out
 

@@ -82,7 +82,7 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
 
 def _prepare_topics(r: Run, state: st.MirrorState) -> None:
     allow = r.opts.allow_existing_target or r.opts.direction == "reverse"
-    changes = topics.plan_changes(r.rt, r.topics, state, allow, r.opts.timeout)
+    changes = topics.plan_changes(r.rt, r.topics, state, allow, r.opts.shard.owns, r.opts.timeout)
     topics.apply(r.rt, changes, r.plan.spec.mirror.replication_factor, r.opts.timeout)
     st.ensure_topics(r.rt, r.plan.spec.mirror.replication_factor, r.opts.timeout)
 

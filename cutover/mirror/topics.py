@@ -7,10 +7,11 @@ refusals) and only then applied, so a refusal leaves the target untouched.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -38,6 +39,8 @@ NOT_COPIED = frozenset({
     "local.retention.ms", "local.retention.bytes",
 })
 ALWAYS = {"message.timestamp.type": "CreateTime"}
+#: Another shard created the topic or added the partitions a moment earlier: the goal is met.
+_RACED = frozenset({KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_PARTITIONS})
 
 
 def copied(name: str) -> bool:
@@ -75,7 +78,9 @@ def selected_topics(rt: Route, include: list[str], matches: object, prefix: str,
 
 
 def plan_changes(rt: Route, topics: dict[str, int], state: MirrorState, allow_existing: bool,
-                 timeout: float = DEFAULT_TIMEOUT) -> TopicChanges:
+                 owns: Callable[[str, int], bool], timeout: float = DEFAULT_TIMEOUT) -> TopicChanges:
+    """What the target needs. Foreign records are looked for only in partitions this process
+    owns and has no progress for: every other partition has its own writer."""
     src_admin, tgt_admin = admin(rt.source), admin(rt.target)
     try:
         target_meta = tgt_admin.list_topics(timeout=timeout).topics
@@ -85,6 +90,7 @@ def plan_changes(rt: Route, topics: dict[str, int], state: MirrorState, allow_ex
     present = [t for t in topics if t in target_meta]
     tgt_configs = _configs(rt.target, tgt_admin, present, timeout, explicit_only=False)
     ours = {t for t, _ in state.partitions}
+    fresh = {t: [p for p in range(n) if owns(t, p) and (t, p) not in state.partitions] for t, n in topics.items()}
     changes = TopicChanges()
     for topic, count in topics.items():
         wanted = {k: v for k, v in src_configs[topic].items() if copied(k)}
@@ -93,7 +99,7 @@ def plan_changes(rt: Route, topics: dict[str, int], state: MirrorState, allow_ex
             continue
         have = len(target_meta[topic].partitions)
         if topic not in ours and not allow_existing:
-            changes.refusals += _foreign(rt.target, topic, have, count, timeout)
+            changes.refusals += _foreign(rt.target, topic, have, count, fresh[topic], timeout)
         if have < count:
             changes.grows[topic] = count
         diff = {k: v for k, v in wanted.items() if tgt_configs[topic].get(k) != v}
@@ -110,13 +116,14 @@ def apply(rt: Route, changes: TopicChanges, replication_factor: int, timeout: fl
     client = admin(rt.target)
     if changes.creates:
         new = [NewTopic(t, n, replication_factor, config=c) for t, (n, c) in changes.creates.items()]
-        wait_all(rt.target, client, client.create_topics(new, request_timeout=timeout), "creating topics", timeout)
+        wait_all(rt.target, client, client.create_topics(new, request_timeout=timeout), "creating topics", timeout,
+                 already_done=_RACED)
         for t, (n, c) in changes.creates.items():
             log.warning("created topic %s on %s: %d partitions, configs %s", t, rt.target.name, n, c or "{}")
     if changes.grows:
         grow = [NewPartitions(t, n) for t, n in changes.grows.items()]
         wait_all(rt.target, client, client.create_partitions(grow, request_timeout=timeout),
-              "adding partitions", timeout)
+                 "adding partitions", timeout, already_done=_RACED)
         for t, n in changes.grows.items():
             log.warning("topic %s on %s now has %d partitions, like the source", t, rt.target.name, n)
     if changes.configs:
@@ -142,13 +149,15 @@ def _configs(ref: ClusterRef, client: AdminClient, topics: list[str], timeout: f
             for res, entries in done.items()}
 
 
-def _foreign(ref: ClusterRef, topic: str, have: int, want: int, timeout: float) -> list[str]:
+def _foreign(ref: ClusterRef, topic: str, have: int, want: int, partitions: list[int],
+             timeout: float) -> list[str]:
     problems = []
     if have < want:
         problems.append(f"{topic} on {ref.describe()} has {have} partitions, the source has {want}")
     consumer = Consumer(ref.config(**{"group.id": "cutover-inspect", "enable.auto.commit": False}))
     try:
-        held = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout) for p in range(have)}
+        held = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+                for p in partitions if p < have}
     except KafkaException as exc:
         raise ref.failure(exc, f"reading the offsets of {topic}", consumer) from None
     finally:
