@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
@@ -45,8 +45,7 @@ def read_all(props: Mapping[str, str], topic: str, partitions: int = 1, timeout:
     consumer = Consumer({**props, "group.id": f"reader-{topic}", "enable.auto.commit": False,
                          "isolation.level": "read_committed", "enable.partition.eof": True})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
-                for p in range(partitions)}
+        ends = {p: _end(consumer, topic, p, timeout) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         out: list[Rec] = []
         pending = set(range(partitions))
@@ -65,6 +64,20 @@ def read_all(props: Mapping[str, str], topic: str, partitions: int = 1, timeout:
         return sorted(out, key=lambda r: (r.partition, r.offset))
     finally:
         consumer.close()
+
+
+def _end(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
+    """The high watermark, waiting out a leader that is still being elected (a broker just restarted)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)[1])
+        except KafkaException as exc:
+            transient = exc.args[0].retriable() or exc.args[0].code() in (
+                KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+            if not transient or time.monotonic() > deadline:
+                raise
+            consumer.poll(0.2)
 
 
 def rec(msg: Message) -> Rec:

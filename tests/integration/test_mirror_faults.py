@@ -72,11 +72,20 @@ def test_a_second_process_for_the_same_shard_fences_the_first(sandbox: Sandbox, 
     first = start_mirror(scoped, "--shard", "0/1")
     wait_for(lambda: _position(scoped) >= 100, 60, "the first mirror to copy the records")
     second = start_mirror(scoped, "--shard", "0/1")
-    produce(plan.cluster("old"), topic, [{"value": b"after", "partition": 0}])
-    code = first.wait(timeout=60)
+    sent = 0
+
+    def fenced() -> bool:
+        # The first learns it is fenced at its next transaction: keep giving it one until the
+        # second process has taken over (it may still be starting when the first record comes).
+        nonlocal sent
+        produce(plan.cluster("old"), topic, [{"value": b"after", "partition": 0}])
+        sent += 1
+        return first.poll() is not None
+
+    wait_for(fenced, 60, "the first mirror to be fenced", interval=0.5)
     err = first.stderr.read() if first.stderr else ""
-    assert code == 1 and "taken over by another mirror process" in err and "Traceback" not in err
-    wait_for(lambda: _position(scoped) >= 101, 60, "the second mirror to copy the new record")
+    assert first.returncode == 1 and "taken over by another mirror process" in err and "Traceback" not in err
+    wait_for(lambda: _position(scoped) >= 100 + sent, 60, "the second mirror to copy the new records")
     code, _out, err = stop(second)
     assert code == 0, err
     assert content(read_all(plan.cluster("new"), topic, 2)) == content(read_all(plan.cluster("old"), topic, 2))
