@@ -30,6 +30,8 @@ def _setup_logging(debug: bool, verbose: bool) -> None:
     root.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
     root.propagate = False
     logging.getLogger("cutover.kafka.librdkafka").setLevel(logging.DEBUG if debug else logging.CRITICAL + 10)
+    # py4j logs a Python traceback when a foreachBatch callback raises; cutover reports the error itself.
+    logging.getLogger("py4j").setLevel(logging.DEBUG if debug else logging.CRITICAL + 10)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -44,12 +46,13 @@ def cli(ctx: click.Context, debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import local, mirror, plan
+    from cutover.cli import local, mirror, plan, shadow
 
     cli.add_command(plan.plan_group)
     cli.add_command(local.local_group)
     cli.add_command(mirror.mirror_group)
     cli.add_command(mirror.offsets_group)
+    cli.add_command(shadow.shadow_group)
 
 
 _register()

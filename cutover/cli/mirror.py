@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import click
 
-from cutover.cli.options import output_option, plan_option, timeout_option
+from cutover.cli.options import output_option, plan_option, stop_on_signals, timeout_option
 from cutover.errors import UsageError
-from cutover.output import Format, emit, progress, table
+from cutover.output import Format, emit, table
 
 _reverse = click.option("--reverse", is_flag=True,
                         help="New to old (for rollback) instead of old to new.")
-
-
-@contextmanager
-def _stop_on_signals() -> Iterator[threading.Event]:
-    """SIGINT/SIGTERM ask for a clean stop (finish the transaction in flight); a second SIGINT aborts."""
-    stop = threading.Event()
-
-    def ask(signum: int, _frame: Any) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        progress(f"{signal.Signals(signum).name}: finishing the transaction in flight, then stopping")
-        stop.set()
-
-    before = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for s, h in before.items():
-            signal.signal(s, h)
 
 
 @click.group("mirror", invoke_without_command=True)
@@ -71,7 +48,7 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
                           allow_rewind=allow_rewind, metrics_port=metrics_port)
     plan = load_plan(plan_file)
-    with _stop_on_signals() as stop:
+    with stop_on_signals("the transaction in flight") as stop:
         summary = runner.run(plan, opts, stop)
     emit(summary, fmt, _render_summary)
     return 0

@@ -1,13 +1,16 @@
-"""Options shared by commands: --plan, --output, --timeout."""
+"""Options shared by commands: --plan, --output, --timeout; clean stops on signals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
 
-from cutover.output import Format
+from cutover.output import Format, progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,3 +32,22 @@ def plan_option(f: F) -> F:
 def timeout_option(default: float) -> Callable[[F], F]:
     return click.option("--timeout", type=click.FloatRange(min=0.1), default=default, show_default=True,
                         help="Seconds to wait for each cluster and the catalog.")
+
+
+@contextmanager
+def stop_on_signals(finishing: str = "the work in flight") -> Iterator[threading.Event]:
+    """SIGINT/SIGTERM ask for a clean stop (finish what is in flight); a second SIGINT aborts."""
+    stop = threading.Event()
+
+    def ask(signum: int, _frame: Any) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        progress(f"{signal.Signals(signum).name}: finishing {finishing}, then stopping")
+        stop.set()
+
+    before = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)

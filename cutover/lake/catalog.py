@@ -57,6 +57,9 @@ def spark_conf(cat: Catalog) -> dict[str, str]:
         conf[f"{prefix}.warehouse"] = cat.warehouse
     for key, value in cat.properties.items():
         conf.setdefault(f"{prefix}.{key}", value)
+    # Every session (foreachBatch runs in a clone with its own catalog instance) must see
+    # commits made elsewhere at once: offsets are read from the table before each commit.
+    conf.setdefault(f"{prefix}.cache-enabled", "false")
     return conf
 
 

@@ -7,6 +7,7 @@ bundles are left out, so no two versions of a library share the classpath.
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,5 +72,8 @@ def session(plan: Plan, app_name: str = "cutover") -> SparkSession:
     for key, value in session_conf(plan, app_name).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    # Spark logs a failed query's whole Python traceback; cutover reports failures itself
+    # (named, with the fix), so the JVM's log stays quiet unless --debug.
+    debug = logging.getLogger("cutover").isEnabledFor(logging.DEBUG)
+    spark.sparkContext.setLogLevel("WARN" if debug else "FATAL")
     return spark

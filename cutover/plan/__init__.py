@@ -62,6 +62,6 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
                 problems.append(f"{where(('tables', i, key))}: table {name} is already used at "
                                 f"{where(seen[name]).split(': ', 1)[1]} (fix: each table appears once)")
             seen[name] = ("tables", i, key)
-        if t.format == "raw" and t.schema:
+        if t.format != "json" and t.schema:
             problems.append(f"{where(('tables', i, 'schema'))}: a schema only applies to format json")
     return problems

@@ -73,7 +73,8 @@ class TablePair:
     topic: str
     old: str = field(metadata={"check": _table_name, "fix": "name the existing pipeline's table, namespace.table"})
     new: str = field(metadata={"check": _table_name, "fix": "name the table cutover shadow writes, namespace.table"})
-    format: Literal["json", "raw"] = "json"
+    #: json (decoded into columns), raw (the value as bytes) or text (the value as a UTF-8 string)
+    format: Literal["json", "raw", "text"] = "json"
     #: For json: the payload columns. Absent: inferred from a sample of the topic.
     schema: list[Column] | None = None
     #: Iceberg partition transforms over columns, e.g. "day(timestamp)", "bucket(16, key)".
@@ -103,7 +104,13 @@ class Spark:
     master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)
     trigger_interval: Duration = Duration(10)
+    #: Where `cutover shadow` keeps Spark's per-run checkpoints (the table holds the offsets).
     checkpoint_dir: str | None = None
+    #: Kafka records per micro-batch, at most (per table).
+    max_records_per_batch: int = field(default=200_000, metadata={"check": lambda n: None if n >= 1 else
+                                                                   "must be at least 1"})
+    #: How long a shadow commit is retried while the catalog does not answer.
+    commit_timeout: Duration = Duration(120)
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ def test_a_table_used_twice_is_refused(tmp_path: Path) -> None:
 def test_literal_choices_and_hook_events(tmp_path: Path) -> None:
     text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a, format: avro}\nhooks:\n  freez: ./f.sh\n"
     found = problems(tmp_path, text)
-    assert any("tables[0].format: expected one of 'json', 'raw', found str 'avro'" in p for p in found)
+    assert any("tables[0].format: expected one of 'json', 'raw', 'text', found str 'avro'" in p for p in found)
     assert any("hooks: unknown hook event(s) freez" in p for p in found)
 
 

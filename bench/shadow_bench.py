@@ -1,0 +1,163 @@
+"""Shadow bench: cutover shadow (exactly-once, offsets stamped) vs a plain Spark copy, and freshness.
+
+    .venv/bin/python bench/shadow_bench.py [--records 200000] [--partitions 12] [--rate 2000] [--seconds 60]
+
+Brings up a throwaway sandbox and fills one topic on the new cluster with JSON records
+(about 200 bytes each), then on the same data:
+
+1. plain copy (the floor): one Spark batch job, Kafka source -> decode the same JSON
+   schema -> one Iceberg append, with no offsets, dead-letter split or resume logic;
+2. cutover shadow --until-caught-up: the same rows, through the shadow's micro-batches
+   (spark.max_records_per_batch), offsets stamped in every snapshot.
+
+Then freshness: `cutover shadow --follow` (trigger 1 s) while a producer writes
+`--rate` records/s for `--seconds`; per row, the time from its Kafka timestamp to the
+commit of the snapshot that added it (read back from the table's stamped offsets).
+Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cutover.lake import catalog as catalog_mod
+from cutover.lake import spark as spark_mod
+from cutover.local.sandbox import Sandbox
+from cutover.plan import load_plan
+from cutover.shadow import offsets, tables
+from cutover.shadow.source import reader_options
+
+CLI = str(Path(sys.executable).with_name("cutover"))
+SCHEMA = [{"name": "id", "type": "long"}, {"name": "customer", "type": "string"},
+          {"name": "amount", "type": "decimal(12,2)"}, {"name": "note", "type": "string"}]
+
+
+def value(i: int) -> bytes:
+    return json.dumps({"id": i, "customer": f"c{i % 977}", "amount": round(i % 10000 / 7, 2),
+                       "note": "x" * 120}).encode()
+
+
+def produce(bootstrap: str, topic: str, partitions: int, start: int, n: int, rate: float | None = None) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
+                         "queue.buffering.max.messages": 1_000_000})
+    began = time.monotonic()
+    for i in range(start, start + n):
+        if rate and i % 100 == 0:
+            ahead = (i - start) / rate - (time.monotonic() - began)
+            if ahead > 0:
+                time.sleep(ahead)
+        while True:
+            try:
+                producer.produce(topic, value(i), b"k%d" % i, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(300) == 0
+
+
+def shadow(plan_file: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([CLI, "shadow", "--plan", str(plan_file), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+
+
+def plain_copy(plan_file: Path, topic: str, table: str) -> float:
+    """The floor: one batch job, same decode, one append, nothing else."""
+    from pyspark.sql import functions as F
+
+    plan = load_plan(plan_file)
+    spark = spark_mod.session(plan, "bench-plain")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {plan.spec.catalog.name}.bench")  # type: ignore[union-attr]
+    options = reader_options("new", plan.cluster("new"), topic, {}, 1)
+    options.pop("maxOffsetsPerTrigger")
+    options.update({"startingOffsets": "earliest", "endingOffsets": "latest"})
+    ddl = ", ".join(f"{c['name']} {c['type']}" for c in SCHEMA)
+    began = time.monotonic()
+    df = spark.read.format("kafka").options(**options).load()
+    rows = df.select(F.from_json(F.col("value").cast("string"), ddl).alias("j"), "partition", "offset",
+                     "timestamp", "key").select("j.*", "partition", "offset", "timestamp", "key")
+    rows.writeTo(tables.qualified(plan, table)).using("iceberg").create()
+    took = time.monotonic() - began
+    spark.stop()
+    return took
+
+
+def freshness(plan_file: Path, table: str) -> list[float]:
+    """Seconds from each row's Kafka timestamp to the commit of the snapshot that added it."""
+    plan = load_plan(plan_file)
+    tbl = catalog_mod.load(plan.spec.catalog).load_table(table)  # type: ignore[arg-type]
+    rows = tbl.scan(selected_fields=("kafka_partition", "kafka_offset", "kafka_timestamp")).to_arrow().to_pylist()
+    at = {(r["kafka_partition"], r["kafka_offset"]): r["kafka_timestamp"].timestamp() for r in rows}
+    snaps, current, _ = tables.snapshots(plan, table)
+    lags = []
+    for snap in offsets.stamped(snaps, current):
+        for p, (first, last) in offsets.ranges(snap).items():
+            lags += [snap.timestamp_ms / 1000 - at[(p, o)] for o in range(first, last + 1) if (p, o) in at]
+    return sorted(lags)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--partitions", type=int, default=12)
+    ap.add_argument("--rate", type=float, default=2000)
+    ap.add_argument("--seconds", type=float, default=60)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cutover-shadow-bench-") as tmp:
+        box = Sandbox(Path(tmp) / "sandbox")
+        box.up()
+        try:
+            data = yaml.safe_load(box.plan_file.read_text())
+            data["env_file"] = str(box.dir / data["env_file"])
+            data["tables"] = [{"topic": "bench.orders", "old": "bench.orders_old", "new": "bench.orders",
+                               "schema": SCHEMA},
+                              {"topic": "bench.live", "old": "bench.live_old", "new": "bench.live", "schema": SCHEMA}]
+            data["spark"].update({"trigger_interval": "1s"})
+            plan_file = Path(tmp) / "plan.yaml"
+            plan_file.write_text(yaml.safe_dump(data))
+            new = data["clusters"]["new"]["bootstrap.servers"]
+            admin = AdminClient({"bootstrap.servers": new})
+            for t in ("bench.orders", "bench.live"):
+                admin.create_topics([NewTopic(t, args.partitions, 1)])[t].result(30)
+            produce(new, "bench.orders", args.partitions, 0, args.records)
+
+            plain = plain_copy(plan_file, "bench.orders", "bench.plain")
+            began = time.monotonic()
+            proc = shadow(plan_file, "--table", "bench.orders", "-o", "json")
+            out, _ = proc.communicate(timeout=3600)
+            wall = time.monotonic() - began
+            result = json.loads(out)
+            assert result["tables"][0]["rows"] == args.records, result
+            copy = result["seconds"]
+
+            proc = shadow(plan_file, "--table", "bench.live", "--follow")
+            time.sleep(20)  # Spark start-up, before the steady input begins
+            produce(new, "bench.live", args.partitions, 0, int(args.rate * args.seconds), rate=args.rate)
+            time.sleep(10)
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=120)
+            lags = freshness(plan_file, "bench.live")
+        finally:
+            box.down()
+    n = args.records
+    print(f"| run | seconds | rows/s | vs plain copy |\n|---|---|---|---|\n"
+          f"| plain Spark copy (floor) | {plain:.1f} | {n / plain:,.0f} | 1.00x |\n"
+          f"| cutover shadow --until-caught-up (copy phase) | {copy:.1f} | {n / copy:,.0f} | {plain / copy:.2f}x |\n"
+          f"| cutover shadow, wall incl. Spark start | {wall:.1f} | {n / wall:,.0f} | {plain / wall:.2f}x |")
+    pct = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))]  # noqa: E731
+    print(f"\nfreshness at {args.rate:,.0f} rows/s for {args.seconds:.0f}s ({len(lags):,} rows): "
+          f"p50 {pct(0.5):.1f}s, p95 {pct(0.95):.1f}s, max {lags[-1]:.1f}s")
+
+
+if __name__ == "__main__":
+    main()

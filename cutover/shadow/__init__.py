@@ -1,0 +1,1 @@
+"""The parallel write path: Kafka topics into Iceberg tables with Spark, offsets stamped in every snapshot."""

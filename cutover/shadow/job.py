@@ -1,0 +1,269 @@
+"""`cutover shadow`: Spark Structured Streaming from a cluster's topics into each pair's new table.
+
+One streaming query per table, each from explicit start offsets that cutover decides
+(the table's own stamped offsets by default), with a fresh Spark checkpoint per run:
+the table, not the checkpoint, says where to resume. `until-caught-up` is Spark's
+available-now trigger (everything up to the end offsets seen at start, in batches of at
+most `spark.max_records_per_batch`); `follow` triggers every `spark.trigger_interval`
+until asked to stop, then lets the batch in flight finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from confluent_kafka import KafkaException
+
+from cutover.errors import CutoverError, Refused, UnreachableError, UsageError
+from cutover.kafka import inspect
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+from cutover.kafka.offsets import log_offsets
+from cutover.output import progress
+from cutover.plan import ClusterSide, Plan, TablePair
+from cutover.shadow import tables
+from cutover.shadow.decode import DECODERS, Payload
+from cutover.shadow.source import reader_options
+from cutover.shadow.writer import TableWriter, payload_of
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger("cutover.shadow")
+EARLIEST = -2
+#: How many records per partition a schema is inferred from when the plan declares none.
+INFER_SAMPLE = 1000
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: Literal["until-caught-up", "follow"] = "until-caught-up"
+    cluster: ClusterSide = "new"
+    #: a pair's topic or table (old or new name); None: every pair
+    table: str | None = None
+    start: Literal["table", "earliest"] = "table"
+    #: topic -> partition -> offset; wins over `start` for the partitions it names
+    start_offsets: dict[str, dict[int, int]] | None = None
+    on_bad_record: Literal["dead-letter", "fail"] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+
+def select_pairs(plan: Plan, which: str | None) -> list[TablePair]:
+    pairs = plan.spec.tables
+    if not pairs:
+        raise UsageError(f"{plan.file}: tables: the plan has no table pairs",
+                         fix="add a tables section (see samples/plan.yaml)")
+    if which is None:
+        return list(pairs)
+    chosen = [p for p in pairs if which in (p.topic, p.new, p.old)]
+    if not chosen:
+        raise UsageError(f"--table {which}: no table pair in {plan.file} has this topic or table",
+                         fix="use one of: " + ", ".join(p.new for p in pairs))
+    return chosen
+
+
+def run(plan: Plan, opts: Options, stop: threading.Event) -> dict[str, Any]:
+    pairs = select_pairs(plan, opts.table)
+    ref = ClusterRef(opts.cluster, plan.cluster(opts.cluster))
+    cluster_id = inspect.cluster_id(ref, opts.timeout)
+    partitions = _partitions(ref, [p.topic for p in pairs], opts.timeout)
+    from cutover.lake import spark as spark_mod
+
+    progress(f"starting Spark ({plan.spec.spark.master}) for {len(pairs)} table(s) from the {opts.cluster} cluster")
+    spark = spark_mod.session(plan, f"cutover-shadow-{plan.name}")
+    run_id = f"{plan.name}-{uuid.uuid4().hex[:12]}"
+    started = time.monotonic()
+    writers, queries, checkpoints = [], [], []
+    try:
+        for pair in pairs:
+            writer, starting = _prepare(spark, plan, pair, ref, cluster_id, partitions[pair.topic], run_id, opts)
+            checkpoint = _checkpoint(plan, pair.new, run_id)
+            writers.append(writer)
+            checkpoints.append(checkpoint)
+            queries.append(_start(spark, plan, pair, ref, writer, starting, opts, checkpoint))
+        _await(queries, writers, stop)
+    finally:
+        for q in queries:
+            if q.isActive:
+                q.stop()
+        for c in checkpoints:
+            shutil.rmtree(c, ignore_errors=True)
+    return {"cluster": opts.cluster, "cluster_id": cluster_id, "run_id": run_id, "mode": opts.mode,
+            "seconds": round(time.monotonic() - started, 1),
+            "tables": [_result(plan, w) for w in writers]}
+
+
+def _partitions(ref: ClusterRef, topics: list[str], timeout: float) -> dict[str, int]:
+    client = admin(ref)
+    try:
+        meta = client.list_topics(timeout=timeout).topics
+    except KafkaException as exc:
+        raise ref.failure(exc, "listing topics", client) from None
+    missing = [t for t in topics if t not in meta]
+    if missing:
+        existing = sorted(t for t in meta if not t.startswith("_"))
+        raise UsageError(f"topic(s) {', '.join(missing)} do not exist on {ref.describe()}",
+                         fix="mirror them first (cutover mirror), or fix tables[].topic; topics there: "
+                             + (", ".join(existing[:20]) or "none"))
+    return {t: len(meta[t].partitions) for t in topics}
+
+
+def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, cluster_id: str, count: int,
+             run_id: str, opts: Options) -> tuple[TableWriter, dict[int, int]]:
+    where = f"{plan.file}: tables[{plan.spec.tables.index(pair)}]"
+    if not tables.exists(plan, pair.new):
+        payload = DECODERS[pair.format].payload(_declared(pair)) or _infer(spark, pair, ref, count, opts.timeout)
+        tables.ensure(spark, plan, pair.new, payload, pair.partition_by, where)
+    tables.ensure_dead_letter(spark, plan, pair.new)
+    held = tables.table_offsets(plan, pair.new)
+    starting = _starting(plan, pair, held, cluster_id, count, ref, opts)
+    writer = TableWriter(plan=plan, pair=pair, cluster_id=cluster_id, run_id=run_id,
+                         on_bad_record=opts.on_bad_record or pair.on_bad_record, predecessor=held.run_id,
+                         payload=payload_of(spark, plan, pair.new), commit_timeout=plan.spec.spark.commit_timeout)
+    return writer, starting
+
+
+def _declared(pair: TablePair) -> Payload | None:
+    if not pair.schema:
+        return None
+    return Payload(tuple((c.name, c.type, c.nullable) for c in pair.schema))
+
+
+def _infer(spark: SparkSession, pair: TablePair, ref: ClusterRef, count: int, timeout: float) -> Payload:
+    """A JSON payload schema inferred from the first records of each partition."""
+    from pyspark.sql import functions as F
+
+    tps = [(pair.topic, p) for p in range(count)]
+    start, end = log_offsets(ref, tps, "start", timeout), log_offsets(ref, tps, "end", timeout)
+    ending = {p: min(start[(pair.topic, p)] + INFER_SAMPLE, end[(pair.topic, p)]) for p in range(count)}
+    if all(ending[p] <= start[(pair.topic, p)] for p in range(count)):
+        raise Refused(f"table {pair.new}: the plan declares no schema and topic {pair.topic} on {ref.describe()} "
+                      "has no records to infer one from", fix=f"declare tables[].schema for {pair.topic}")
+    options = reader_options(ref.name, ref.properties, pair.topic, {p: EARLIEST for p in range(count)}, 1)
+    options.pop("maxOffsetsPerTrigger")
+    options["endingOffsets"] = __import__("json").dumps({pair.topic: {str(p): o for p, o in ending.items()}})
+    values = spark.read.format("kafka").options(**options).load().where(F.col("value").isNotNull())
+    inferred = spark.read.json(values.select(F.col("value").cast("string")).rdd.map(lambda r: r[0])).schema
+    fields = [f for f in inferred.fields if f.name != "_corrupt_record"]
+    if not fields:
+        raise Refused(f"table {pair.new}: no JSON object fields found in the first records of {pair.topic}",
+                      fix=f"declare tables[].schema for {pair.topic}, or use format raw or text")
+    payload = Payload(tuple((f.name, f.dataType.simpleString(), True) for f in fields))
+    progress(f"{pair.new}: inferred payload columns from {pair.topic}: {payload.ddl()}")
+    return payload
+
+
+def _starting(plan: Plan, pair: TablePair, held: Any, cluster_id: str, count: int, ref: ClusterRef,
+              opts: Options) -> dict[int, int]:
+    """Where each partition starts; refusals when the table's offsets do not belong to this cluster."""
+    explicit = (opts.start_offsets or {}).get(pair.topic, {})
+    if held.stamped and held.cluster_id != cluster_id and not explicit and opts.start == "table":
+        raise Refused(f"table {pair.new} holds offsets of cluster {held.cluster_id}, but this run reads "
+                      f"{ref.describe()} (cluster {cluster_id})",
+                      fix="pass --start-offsets with the translated positions (cutover offsets translate), or "
+                          "--start earliest to read this cluster from its beginning")
+    if not held.stamped and opts.start == "table" and not explicit and _has_rows(plan, pair.new):
+        raise Refused(f"table {pair.new} has rows but no cutover offsets, so cutover cannot tell where it stands",
+                      fix="pass --start-offsets, or --start earliest if the table should get every record")
+    own = held.for_cluster(cluster_id)
+    base = {p: EARLIEST for p in range(count)} if opts.start == "earliest" else {
+        p: own.get(p, EARLIEST) for p in range(count)}
+    starting = {**base, **{p: o for p, o in explicit.items() if p < count}}
+    for p, o in explicit.items():
+        if p >= count:
+            raise UsageError(f"--start-offsets: {pair.topic} has no partition {p} ({count} partitions)",
+                             fix="name partitions 0..{count - 1}")
+        if own.get(p, 0) > o:
+            log.warning("%s: partition %d starts at %d, but the table already holds up to %d; "
+                        "records it holds are skipped", pair.new, p, o, own[p])
+    _check_retention(pair, ref, starting, opts.timeout)
+    progress(f"{pair.new}: starting at " + ", ".join(
+        f"{p}:{'earliest' if o == EARLIEST else o}" for p, o in sorted(starting.items())))
+    return starting
+
+
+def _has_rows(plan: Plan, table: str) -> bool:
+    _snaps, current, tbl = tables.snapshots(plan, table)
+    if tbl is None or current is None:
+        return False
+    summary = tbl.current_snapshot().summary
+    return int((summary.additional_properties if summary else {}).get("total-records", "0")) > 0
+
+
+def _check_retention(pair: TablePair, ref: ClusterRef, starting: dict[int, int], timeout: float) -> None:
+    """A start below the log start means records were deleted before the table got them: say so."""
+    positioned = {p: o for p, o in starting.items() if o >= 0}
+    if not positioned:
+        return
+    first = log_offsets(ref, [(pair.topic, p) for p in positioned], "start", timeout)
+    lost = {p: (o, first[(pair.topic, p)]) for p, o in positioned.items() if first[(pair.topic, p)] > o}
+    if lost:
+        raise CutoverError(
+            f"DATA LOSS: table {pair.new} needs records that retention already deleted from {pair.topic} on "
+            f"{ref.describe()}: " + ", ".join(f"partition {p} offsets {a}..{b - 1}" for p, (a, b) in lost.items()),
+            fix="rebuild the table from a cluster that still holds them, or accept the loss with "
+                "--start-offsets at the log start")
+
+
+def _checkpoint(plan: Plan, table: str, run_id: str) -> Path:
+    base = plan.spec.spark.checkpoint_dir
+    root = (plan.base_dir / base if base and not Path(base).is_absolute() else Path(base)) if base else Path(
+        tempfile.gettempdir()) / "cutover-checkpoints"
+    return root / plan.name / table / run_id
+
+
+def _start(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, writer: TableWriter,
+           starting: dict[int, int], opts: Options, checkpoint: Path) -> StreamingQuery:
+    options = reader_options(ref.name, ref.properties, pair.topic, starting, plan.spec.spark.max_records_per_batch)
+    stream = spark.readStream.format("kafka").options(**options).load()
+    writer_stream = (stream.writeStream.queryName(f"cutover-shadow-{pair.new}").foreachBatch(writer.on_batch)
+                     .option("checkpointLocation", str(checkpoint)))
+    if opts.mode == "until-caught-up":
+        writer_stream = writer_stream.trigger(availableNow=True)
+    else:
+        writer_stream = writer_stream.trigger(processingTime=f"{plan.spec.spark.trigger_interval} seconds")
+    return writer_stream.start()
+
+
+def _await(queries: list[StreamingQuery], writers: list[TableWriter], stop: threading.Event) -> None:
+    """Wait for every query; on a stop request let batches in flight finish, then stop the queries."""
+    while any(q.isActive for q in queries):
+        if stop.is_set():
+            for w in writers:
+                w.stopping.set()
+            for w, q in zip(writers, queries, strict=True):
+                with w.busy:  # the batch in flight, if any, has finished
+                    pass
+                q.stop()
+            break
+        failed = next((w for w, q in zip(writers, queries, strict=True) if w.failure or q.exception()), None)
+        if failed is not None:
+            break
+        for q in queries:
+            try:
+                q.awaitTermination(1)
+            except Exception:  # the query failed: reported below, with the writer's own error first
+                break
+    for w, q in zip(writers, queries, strict=True):
+        if w.failure is not None:
+            raise w.failure
+        exc = q.exception()
+        if exc is not None:
+            raise UnreachableError(f"the shadow query of table {w.table} failed: {str(exc).splitlines()[0][:400]}",
+                                   fix="see the Spark error above; run the same command again to resume from the "
+                                       "table's offsets") from None
+
+
+def _result(plan: Plan, w: TableWriter) -> dict[str, Any]:
+    held = tables.table_offsets(plan, w.table)
+    return {"table": w.table, "topic": w.pair.topic, "batches": w.counters.batches, "rows": w.counters.rows,
+            "dead_letters": w.counters.dead_letters, "added_columns": w.counters.added_columns,
+            "positions": {str(p): o for p, o in sorted(held.for_cluster(w.cluster_id).items())}}

@@ -1,0 +1,110 @@
+"""`cutover shadow status`: where each table stands, read from the table and the cluster.
+
+Positions and freshness come from the offsets stamped in the table's snapshots (via
+pyiceberg; no Spark), lag from the cluster. Lag counts committed records: a topic the
+mirror writes ends in a transaction marker, which occupies an offset but holds no record,
+so "end offset minus position" would never reach 0. When the gap is small the records
+are counted exactly (read_committed); past `EXACT_UP_TO` offsets it is the offset
+difference and `lag_exact` is false.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from cutover.kafka import inspect
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef
+from cutover.kafka.offsets import log_offsets
+from cutover.output import table
+from cutover.plan import ClusterSide, Plan
+from cutover.shadow import tables
+from cutover.shadow.job import select_pairs
+
+EXACT_UP_TO = 20_000
+
+
+def _iso(ms: int | None) -> str | None:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds") if ms else None
+
+
+def committed_between(ref: ClusterRef, topic: str, partition: int, start: int, end: int,
+                      timeout: float = DEFAULT_TIMEOUT) -> int:
+    """How many committed records lie in [start, end) of one partition (aborted ones and markers do not count)."""
+    if end <= start:
+        return 0
+    assert start >= 0
+    consumer = Consumer(ref.config(**{"group.id": "cutover-inspect", "enable.auto.commit": False,
+                                      "isolation.level": "read_committed", "enable.partition.eof": True}))
+    try:
+        consumer.assign([TopicPartition(topic, partition, start)])
+        count, deadline = 0, time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    return count
+                raise ref.failure(KafkaException(err), f"reading {topic}/{partition}", consumer)
+            if (msg.offset() or 0) >= end:
+                return count
+            count += 1
+        raise ref.failure(None, f"counting the records of {topic}/{partition} from offset {start}", consumer)
+    finally:
+        consumer.close()
+
+
+def status(plan: Plan, which: str | None = None, cluster: ClusterSide = "new",
+           timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    ref = ClusterRef(cluster, plan.cluster(cluster))
+    cid = inspect.cluster_id(ref, timeout)
+    out = []
+    for pair in select_pairs(plan, which):
+        held = tables.table_offsets(plan, pair.new)
+        dead = tables.table_offsets(plan, tables.dead_letter_name(pair.new))
+        own = held.for_cluster(cid)
+        count = inspect.view(ref, timeout).topics.get(pair.topic, 0)
+        tps = [(pair.topic, p) for p in range(count)]
+        ends = log_offsets(ref, tps, "end", timeout)
+        starts = log_offsets(ref, tps, "start", timeout)
+        parts: list[dict[str, Any]] = []
+        for tp in tps:
+            position = own.get(tp[1])
+            begin: int = position if position is not None else starts[tp]
+            gap = ends[tp] - begin
+            exact = gap <= EXACT_UP_TO
+            lag = committed_between(ref, tp[0], tp[1], begin, ends[tp], timeout) if exact else gap
+            parts.append({"partition": tp[1], "position": position,
+                          "last_offset": position - 1 if position else None,
+                          "end_offset": ends[tp], "lag": lag, "lag_exact": exact})
+        out.append({
+            "table": pair.new, "topic": pair.topic, "exists": tables.exists(plan, pair.new),
+            "cluster_id": held.cluster_id, "other_cluster": bool(held.stamped and held.cluster_id != cid),
+            "last_commit": _iso(held.committed_at_ms), "snapshot_id": held.snapshot_id, "run_id": held.run_id,
+            "lag": sum(p["lag"] for p in parts), "dead_letters": held.dead_letter_rows,
+            "dead_letter_table": tables.dead_letter_name(pair.new), "dead_letter_last_commit":
+                _iso(dead.committed_at_ms), "partitions": parts,
+        })
+    return {"cluster": cluster, "cluster_id": cid, "tables": out}
+
+
+def render(s: dict[str, Any]) -> str:
+    lines = []
+    for t in s["tables"]:
+        head = f"{t['table']} <- {t['topic']} ({s['cluster']}): "
+        if not t["exists"]:
+            lines.append(head + "table does not exist yet")
+            continue
+        if t["other_cluster"]:
+            head += f"offsets are from another cluster ({t['cluster_id']}); "
+        lines.append(head + f"lag {t['lag']:,} records, last commit {t['last_commit'] or 'never'}, "
+                     f"{t['dead_letters']:,} dead letters in {t['dead_letter_table']}")
+        lines.append(table([[str(p["partition"]), "-" if p["last_offset"] is None else str(p["last_offset"]),
+                             str(p["end_offset"]), f"{p['lag']}" + ("" if p["lag_exact"] else " (offsets)")]
+                            for p in t["partitions"]], ["partition", "last offset", "end offset", "lag"]))
+    return "\n".join(lines)

@@ -1,0 +1,252 @@
+"""One table's micro-batch commit: exactly once, because the table is the checkpoint.
+
+Spark hands each micro-batch to `TableWriter.on_batch`. The writer reads the offsets
+stamped in the table (fresh from the catalog), drops the records already there, decodes
+the rest, and appends the good rows in one Iceberg commit whose snapshot summary carries
+the offsets (`cutover.shadow.offsets`). A replayed batch, a restart from a lost
+checkpoint, or a retry after a commit whose outcome was unknown all meet the same
+filter, so no record lands twice and none is skipped.
+
+Dead letters go to `<table>_dead_letter` first, under its own stamped offsets; then the
+main table commits, carrying the positions of the whole batch. A crash between the two
+replays the batch: the dead-letter filter drops what it already holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from cutover.errors import CutoverError, Refused, UnreachableError
+from cutover.output import progress
+from cutover.plan import Plan, TablePair
+from cutover.shadow import offsets, tables
+from cutover.shadow.decode import DECODERS, ERROR, UNKNOWN, Payload, dead_letters, table_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("cutover.shadow")
+T = TypeVar("T")
+
+
+class BadRecord(CutoverError):
+    """A record could not be decoded and the table's policy is to stop."""
+
+
+class SchemaDrift(CutoverError):
+    """Records carry fields the table does not have and the policy is to stop."""
+
+    exit_code = Refused.exit_code
+
+
+@dataclass
+class Counters:
+    batches: int = 0
+    rows: int = 0
+    dead_letters: int = 0
+    replayed: int = 0
+    added_columns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TableWriter:
+    plan: Plan
+    pair: TablePair
+    cluster_id: str
+    run_id: str
+    on_bad_record: str
+    #: run id of the last writer before this run (a crashed predecessor), allowed until our first commit
+    predecessor: str | None
+    payload: Payload
+    commit_timeout: float
+    counters: Counters = field(default_factory=Counters)
+    busy: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    failure: BaseException | None = None
+
+    @property
+    def table(self) -> str:
+        return self.pair.new
+
+    def on_batch(self, df: DataFrame, batch_id: int) -> None:
+        """Spark's foreachBatch callback. Failures are kept for the main thread, then re-raised."""
+        if self.stopping.is_set():
+            return  # stopping: commit nothing more; the table's offsets say where to resume
+        with self.busy:
+            try:
+                self._batch(df, batch_id)
+            except BaseException as exc:
+                self.failure = exc
+                raise
+
+    def _batch(self, df: DataFrame, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        started = time.monotonic()
+        df.persist()
+        try:
+            spans = {r[0]: (r[1], r[2]) for r in df.groupBy("partition").agg(
+                F.min("offset"), F.max("offset")).collect()}
+            if not spans:
+                return
+            rows, bad = self._retrying(lambda: self._commit(df, spans), f"committing to table {self.table}")
+        finally:
+            df.unpersist()
+        self.counters.batches += 1
+        took = time.monotonic() - started
+        progress(f"{self.table}: batch {batch_id}: +{rows:,} rows" + (f", {bad:,} dead-lettered" if bad else "")
+                 + f" ({rows / took if took else 0:,.0f} rows/s), offsets "
+                 + ", ".join(f"{p}:{a}..{b}" for p, (a, b) in sorted(spans.items())))
+
+    def _commit(self, df: DataFrame, spans: dict[int, tuple[int, int]]) -> tuple[int, int]:
+        from pyspark.sql import functions as F
+
+        main = tables.table_offsets(self.plan, self.table)
+        self._guard(main)
+        done = main.for_cluster(self.cluster_id)
+        if all(last < done.get(p, 0) for p, (_first, last) in spans.items()):
+            self.counters.replayed += 1
+            log.info("%s: batch already in the table (offsets %s); nothing to add", self.table, spans)
+            return 0, 0
+        fresh = df.where(_at_or_after(done))
+        marked = self._mark(fresh).persist()
+        try:
+            bad = marked.where(F.col(ERROR).isNotNull()).count()
+            if bad:
+                self._dead_letter(marked, spans, bad)
+            good = table_rows(marked, self.payload)
+            stats = good.groupBy("kafka_partition").agg(F.min("kafka_offset"), F.max("kafka_offset"),
+                                                        F.count("*")).collect()
+            added = {r[0]: (r[1], r[2]) for r in stats}
+            rows = sum(r[3] for r in stats)
+            props = offsets.stamp(self.cluster_id, self.pair.topic, added, offsets.advance(done, spans), self.run_id,
+                                  main.dead_letter_rows + bad)
+            _append(good, tables.qualified(self.plan, self.table), props)
+        finally:
+            marked.unpersist()
+        self.predecessor = None
+        self.counters.rows += rows
+        self.counters.dead_letters += bad
+        return rows, bad
+
+    def _guard(self, main: offsets.TableOffsets) -> None:
+        """One writer per table: stop if a run other than ours (or a crashed predecessor) committed."""
+        if main.run_id not in (None, self.run_id, self.predecessor):
+            raise Refused(f"table {self.table} was committed by another shadow run ({main.run_id}, snapshot "
+                          f"{main.snapshot_id}) while this run ({self.run_id}) was writing it; stopping so no "
+                          "record lands twice", fix="run one `cutover shadow` per table")
+
+    def _mark(self, records: DataFrame) -> DataFrame:
+        decoder = DECODERS[self.pair.format]
+        marked = decoder.mark(records, self.payload)
+        if UNKNOWN in marked.columns:
+            marked = self._drift(records, marked)
+        return marked
+
+    def _drift(self, records: DataFrame, marked: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        drifting = marked.where(F.col(ERROR).isNull() & (F.size(UNKNOWN) > 0))
+        names = sorted({r[0] for r in drifting.select(F.explode(UNKNOWN)).distinct().collect()})
+        if not names:
+            return marked
+        policy = self.pair.schema_drift
+        if policy == "fail":
+            first = drifting.orderBy("kafka_partition", "kafka_offset").first()
+            assert first is not None
+            raise SchemaDrift(f"topic {self.pair.topic} partition {first['kafka_partition']} offset "
+                              f"{first['kafka_offset']}: field(s) {', '.join(names)} are not columns of table "
+                              f"{self.table} (schema_drift: fail)",
+                              fix="add the columns to the table, or set schema_drift to evolve or dead-letter")
+        if policy == "dead-letter":
+            reason = F.concat(F.lit("field(s) not in the table (schema_drift: dead-letter): "),
+                              F.array_join(UNKNOWN, ", "))
+            return marked.withColumn(ERROR, F.when(F.col(ERROR).isNull() & (F.size(UNKNOWN) > 0), reason)
+                                     .otherwise(F.col(ERROR)))
+        spark = records.sparkSession
+        sample = drifting.select(F.col("value").cast("string").alias("v")).limit(1000)
+        inferred = {f.name: f.dataType.simpleString() for f in spark.read.json(sample.rdd.map(lambda r: r[0])).schema}
+        new = [(n, inferred.get(n, "string")) for n in names]
+        tables.add_columns(spark, self.plan, self.table, new)
+        self.payload = Payload.of_struct(spark.table(tables.qualified(self.plan, self.table)).schema)
+        self.counters.added_columns += [n for n, _ in new]
+        return DECODERS[self.pair.format].mark(records, self.payload)
+
+    def _dead_letter(self, marked: DataFrame, spans: dict[int, tuple[int, int]], bad: int) -> None:
+        from pyspark.sql import functions as F
+
+        if self.on_bad_record == "fail":
+            first = marked.where(F.col(ERROR).isNotNull()).orderBy("kafka_partition", "kafka_offset").first()
+            assert first is not None
+            raise BadRecord(f"topic {self.pair.topic} partition {first['kafka_partition']} offset "
+                            f"{first['kafka_offset']}: {first[ERROR]} ({bad} bad record(s) in this batch; "
+                            f"nothing of the batch was written to {self.table})",
+                            fix="fix the producer or the table's schema, or run with --on-bad-record dead-letter")
+        name = tables.dead_letter_name(self.table)
+        held = tables.table_offsets(self.plan, name)
+        done = held.for_cluster(self.cluster_id)
+        rows = dead_letters(marked).where(_at_or_after(done, "kafka_partition", "kafka_offset"))
+        added = {r[0]: (r[1], r[2]) for r in rows.groupBy("kafka_partition").agg(
+            F.min("kafka_offset"), F.max("kafka_offset")).collect()}
+        if not added:
+            return  # an earlier attempt already wrote these dead letters
+        props = offsets.stamp(self.cluster_id, self.pair.topic, added, offsets.advance(done, spans), self.run_id,
+                              held.dead_letter_rows + bad)
+        _append(rows, tables.qualified(self.plan, name), props)
+        log.warning("%s: %d record(s) went to %s", self.table, bad, name)
+
+    def _retrying(self, attempt: Callable[[], T], doing: str) -> T:
+        """Retry while the catalog or storage fails, up to commit_timeout; each attempt re-reads the offsets."""
+        deadline = time.monotonic() + self.commit_timeout
+        delay = 0.5
+        while True:
+            try:
+                return attempt()
+            except CutoverError as exc:
+                if not exc.retryable or time.monotonic() + delay > deadline:
+                    raise
+                log.warning("%s failed (%s); retrying for up to %.0fs", doing, exc.message,
+                            deadline - time.monotonic())
+                self._sleep(delay)
+                delay = min(delay * 2, 5.0)
+            except Exception as exc:
+                cause = _first_line(exc)
+                if time.monotonic() + delay > deadline:
+                    raise UnreachableError(f"{doing} failed for {self.commit_timeout:.0f}s: {cause}",
+                                           fix="check the catalog and the warehouse storage, then run the same "
+                                               "command again: it resumes from the table's offsets") from None
+                log.warning("%s failed (%s); retrying for up to %.0fs", doing, cause, deadline - time.monotonic())
+                self._sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _sleep(self, seconds: float) -> None:
+        threading.Event().wait(seconds)
+
+
+def _at_or_after(done: Mapping[int, int], partition: str = "partition", offset: str = "offset") -> Any:
+    """Rows at or past each partition's position (all rows of partitions without one)."""
+    from pyspark.sql import functions as F
+
+    cond = F.lit(True)
+    for p, o in done.items():
+        cond = F.when(F.col(partition) == p, F.col(offset) >= o).otherwise(cond)
+    return cond
+
+
+def _append(df: DataFrame, table: str, props: dict[str, str]) -> None:
+    df.writeTo(table).options(**{f"snapshot-property.{k}": v for k, v in props.items()}).append()
+
+
+def _first_line(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)  # py4j: the JVM's own message says what failed
+    text = (str(java.toString()) if java is not None else str(exc)).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def payload_of(spark: SparkSession, plan: Plan, table: str) -> Payload:
+    return Payload.of_struct(spark.table(tables.qualified(plan, table)).schema)

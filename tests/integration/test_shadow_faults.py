@@ -1,0 +1,117 @@
+"""cutover shadow under faults: the Spark driver killed at random moments, the catalog gone
+during a commit. Every record of the topic ends up in the table exactly once."""
+
+from __future__ import annotations
+
+import random
+import signal
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from cutover.local.sandbox import Sandbox
+from cutover.shadow import tables
+from tests.conftest import wait_for
+from tests.integration.kafka_util import create_topic, read_all
+from tests.integration.shadow_util import (
+    as_rec,
+    kill_group,
+    produce_txn,
+    rows,
+    shadow,
+    shadow_plan,
+    stamped,
+    start_shadow,
+)
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+class Feed:
+    """Transactions into a topic in the background (some aborted), until stopped."""
+
+    def __init__(self, props: dict[str, str], topic: str, txn_id: str, seed: int) -> None:
+        self.props, self.topic, self.txn_id, self.rnd = props, topic, txn_id, random.Random(seed)
+        self.stop, self.sent = threading.Event(), 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            commit = self.rnd.random() > 0.15
+            batch = [{"value": b"v%d" % (self.sent + i), "key": b"k%d" % i, "partition": i % 3,
+                      "headers": [("i", b"%d" % i)]} for i in range(self.rnd.randint(5, 40))]
+            produce_txn(self.props, self.topic, self.txn_id, [(batch, commit)])
+            self.sent += len(batch)
+            self.stop.wait(0.05)
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(60)
+
+
+def test_driver_killed_at_random_moments_leaves_every_record_once(sandbox: Sandbox, tmp_path: Path,
+                                                                   ns: str) -> None:
+    topic, rnd = f"{ns}.stream", random.Random(7)
+    plan = shadow_plan(sandbox.plan_file, ns, tmp_path, [{"topic": topic, "old": f"{ns}.o", "new": f"{ns}.t",
+                                                          "format": "raw"}], max_records_per_batch=150)
+    new = plan.cluster("new")
+    create_topic(new, topic, 3)
+    feed = Feed(new, topic, f"{ns}-feed", seed=3)
+    log = tmp_path / "shadow.log"
+    commits = []
+    try:
+        for _ in range(3):
+            proc = start_shadow(plan, log, "--follow")
+            before = len(stamped(plan, f"{ns}.t"))
+            # Kill once the run has committed at least once, at a random moment after that.
+            wait_for(lambda b=before: len(stamped(plan, f"{ns}.t")) > b, 90, "a commit by this run")  # type: ignore[misc]
+            threading.Event().wait(rnd.uniform(0.2, 4.0))
+            kill_group(proc)
+            commits.append(len(stamped(plan, f"{ns}.t")))
+    finally:
+        feed.finish()
+    assert commits == sorted(commits) and commits[0] > 0
+    shadow(plan)  # catch up in this process, from the table's offsets
+    expected = read_all(new, topic, 3)
+    assert len(expected) > 200
+    assert [as_rec(r) for r in rows(plan, f"{ns}.t")] == expected
+
+
+def test_catalog_outage_during_commits_is_retried_and_loses_or_doubles_nothing(
+        sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
+    topic = f"{ns}.outage"
+    plan = shadow_plan(sandbox.plan_file, ns, tmp_path, [{"topic": topic, "old": f"{ns}.o", "new": f"{ns}.t",
+                                                          "format": "raw"}])
+    new = plan.cluster("new")
+    create_topic(new, topic, 3)
+    batch = [{"value": b"a%d" % i, "partition": i % 3} for i in range(30)]
+    produce_txn(new, topic, f"{ns}-tx", [(batch, True)])
+    log = tmp_path / "shadow.log"
+    proc = start_shadow(plan, log, "--follow")
+    try:
+        wait_for(lambda: tables.exists(plan, f"{ns}.t") and len(rows(plan, f"{ns}.t")) == 30, 90,
+                 "the first 30 rows")
+        db = sandbox.dir / "catalog.db"
+        lock = sqlite3.connect(db, timeout=30, isolation_level=None)
+        # Readers still get in, writers do not: the table's offsets are read, its commit fails.
+        lock.execute("BEGIN IMMEDIATE")
+        try:
+            produce_txn(new, topic, f"{ns}-tx", [([{"value": b"b%d" % i, "partition": i % 3} for i in range(30)],
+                                                  True)])
+            wait_for(lambda: "retrying" in log.read_text(), 90, "the shadow to retry its commit")
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        wait_for(lambda: len(rows(plan, f"{ns}.t")) == 60, 90, "all 60 rows after the outage")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0, log.read_text()[-2000:]
+    text = log.read_text()
+    assert "SIGTERM: finishing the batch in flight" in text
+    retries = [line for line in text.splitlines() if "retrying" in line]
+    assert retries and all("committing to table" in r and "could not load" not in r for r in retries), retries
+    assert [as_rec(r) for r in rows(plan, f"{ns}.t")] == read_all(new, topic, 3)

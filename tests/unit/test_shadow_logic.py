@@ -1,0 +1,92 @@
+"""Pure logic of the shadow: offsets stamped in snapshots, restart positions, the Kafka
+options Spark gets, partition transforms, and --start-offsets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cutover.cli.shadow import parse_start_offsets
+from cutover.errors import UsageError
+from cutover.shadow import offsets
+from cutover.shadow.offsets import Snapshot, TableStateError
+from cutover.shadow.source import java_properties, reader_options
+from cutover.shadow.tables import partition_sql
+
+
+def _snap(sid: int, parent: int | None, **summary: str) -> Snapshot:
+    return Snapshot(sid, parent, sid * 1000, summary)
+
+
+def test_stamp_round_trips_and_positions_only_hold_for_their_cluster() -> None:
+    props = offsets.stamp("C1", "orders", {0: (5, 9), 2: (0, 3)}, {0: 10, 1: 7, 2: 4}, "run-1", 3)
+    snap = _snap(1, None, **props)
+    held = offsets.latest([snap], 1, "t")
+    assert (held.cluster_id, held.topic, held.positions, held.run_id, held.dead_letter_rows) == (
+        "C1", "orders", {0: 10, 1: 7, 2: 4}, "run-1", 3)
+    assert offsets.ranges(snap) == {0: (5, 9), 2: (0, 3)}
+    assert held.for_cluster("C1") == {0: 10, 1: 7, 2: 4} and held.for_cluster("C2") == {}
+
+
+def test_latest_walks_the_current_lineage_past_foreign_snapshots_and_ignores_rolled_back_ones() -> None:
+    a = _snap(1, None, **offsets.stamp("C", "t", {0: (0, 9)}, {0: 10}, "r", 0))
+    b = _snap(2, 1, **offsets.stamp("C", "t", {0: (10, 19)}, {0: 20}, "r", 0))
+    compaction = _snap(3, 2, operation="replace")
+    rolled_back = _snap(4, 2, **offsets.stamp("C", "t", {0: (20, 29)}, {0: 30}, "r", 0))
+    snaps = [a, b, compaction, rolled_back]
+    assert offsets.latest(snaps, 3, "t").positions == {0: 20}
+    assert offsets.latest(snaps, 4, "t").positions == {0: 30}
+    assert [s.snapshot_id for s in offsets.stamped(snaps, 3)] == [1, 2]
+    assert not offsets.latest([], None, "t").stamped
+
+
+def test_a_newer_stamp_version_is_refused_not_guessed() -> None:
+    props = {**offsets.stamp("C", "t", {}, {}, "r", 0), offsets.K_VERSION: "2"}
+    with pytest.raises(TableStateError, match="version 2; this cutover reads version 1"):
+        offsets.latest([_snap(1, None, **props)], 1, "t")
+
+
+def test_advance_takes_the_batch_end_and_never_goes_back() -> None:
+    assert offsets.advance({0: 50, 1: 5}, {0: (10, 20), 1: (5, 9), 2: (0, 0)}) == {0: 50, 1: 10, 2: 1}
+
+
+def test_java_properties_translate_sasl_and_tls() -> None:
+    props = java_properties("old", {"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
+                                    "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u",
+                                    "sasl.password": 'p"w', "ssl.ca.location": "/ca.pem",
+                                    "socket.connection.setup.timeout.ms": "5000"})
+    assert props == {
+        "bootstrap.servers": "h:1", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "ssl.truststore.location": "/ca.pem", "ssl.truststore.type": "PEM",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                            'username="u" password="p\\"w";'}
+    with pytest.raises(UsageError, match=r"sasl\.mechanism 'GSSAPI'"):
+        java_properties("new", {"sasl.mechanism": "GSSAPI", "sasl.username": "u"})
+
+
+def test_reader_options_read_committed_from_explicit_offsets() -> None:
+    opts = reader_options("new", {"bootstrap.servers": "h:1"}, "orders", {1: 7, 0: -2}, 500)
+    assert json.loads(opts["startingOffsets"]) == {"orders": {"0": -2, "1": 7}}
+    assert (opts["kafka.isolation.level"], opts["maxOffsetsPerTrigger"], opts["kafka.bootstrap.servers"]) == (
+        "read_committed", "500", "h:1")
+
+
+def test_partition_transforms_render_as_iceberg_ddl_and_unknown_ones_are_named() -> None:
+    cols = ["id", "kafka_timestamp", "name"]
+    assert partition_sql(["day(kafka_timestamp)", "bucket(16, id)", "name"], cols, "p") == (
+        "days(`kafka_timestamp`), bucket(16, `id`), `name`")
+    with pytest.raises(UsageError, match=r"p: partition_by 'weekly\(x\)'"):
+        partition_sql(["weekly(x)"], cols, "p")
+    with pytest.raises(UsageError, match="names column 'timestamp'"):
+        partition_sql(["day(timestamp)"], cols, "p")
+
+
+def test_start_offsets_parse_inline_or_from_a_file(tmp_path: Path) -> None:
+    assert parse_start_offsets('{"orders": {"0": 12, "1": 3}}') == {"orders": {0: 12, 1: 3}}
+    f = tmp_path / "o.json"
+    f.write_text('{"t": {"2": 5}}')
+    assert parse_start_offsets(str(f)) == {"t": {2: 5}}
+    with pytest.raises(UsageError, match="--start-offsets"):
+        parse_start_offsets('{"orders": [1, 2]}')
