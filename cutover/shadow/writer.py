@@ -53,6 +53,36 @@ class Counters:
     added_columns: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class BatchStats:
+    """What one aggregation over a decoded batch says: enough to stamp, dead-letter and evolve."""
+
+    #: partition -> (first, last) offset of every fresh record (good or bad)
+    spans: dict[int, tuple[int, int]]
+    #: partition -> (first, last) offset of the rows the table gets
+    added: dict[int, tuple[int, int]]
+    rows: int
+    bad: int
+    #: fields of good records that the table lacks (schema drift)
+    unknown: list[str]
+
+    @classmethod
+    def of(cls, marked: DataFrame) -> BatchStats:
+        from pyspark.sql import functions as F
+
+        good = F.col(ERROR).isNull()
+        aggs = [F.min("kafka_offset"), F.max("kafka_offset"), F.count(F.when(~good, 1)),
+                F.min(F.when(good, F.col("kafka_offset"))), F.max(F.when(good, F.col("kafka_offset"))),
+                F.count(F.when(good, 1))]
+        if UNKNOWN in marked.columns:
+            aggs.append(F.array_distinct(F.flatten(F.collect_list(F.when(good, F.col(UNKNOWN))))))
+        rows = marked.groupBy("kafka_partition").agg(*aggs).collect()
+        unknown = sorted({n for r in rows for n in (r[7] if len(r) > 7 else None) or []})
+        return cls(spans={r[0]: (r[1], r[2]) for r in rows},
+                   added={r[0]: (r[4], r[5]) for r in rows if r[6]},
+                   rows=sum(r[6] for r in rows), bad=sum(r[3] for r in rows), unknown=unknown)
+
+
 @dataclass
 class TableWriter:
     plan: Plan
@@ -85,54 +115,44 @@ class TableWriter:
                 raise
 
     def _batch(self, df: DataFrame, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
         started = time.monotonic()
-        df.persist()
-        try:
-            spans = {r[0]: (r[1], r[2]) for r in df.groupBy("partition").agg(
-                F.min("offset"), F.max("offset")).collect()}
-            if not spans:
-                return
-            rows, bad = self._retrying(lambda: self._commit(df, spans), f"committing to table {self.table}")
-        finally:
-            df.unpersist()
+        stats = self._retrying(lambda: self._commit(df), f"committing to table {self.table}")
+        if stats is None:
+            return
         self.counters.batches += 1
         took = time.monotonic() - started
-        progress(f"{self.table}: batch {batch_id}: +{rows:,} rows" + (f", {bad:,} dead-lettered" if bad else "")
-                 + f" ({rows / took if took else 0:,.0f} rows/s), offsets "
-                 + ", ".join(f"{p}:{a}..{b}" for p, (a, b) in sorted(spans.items())))
+        progress(f"{self.table}: batch {batch_id}: +{stats.rows:,} rows"
+                 + (f", {stats.bad:,} dead-lettered" if stats.bad else "")
+                 + f" ({stats.rows / took if took else 0:,.0f} rows/s), offsets "
+                 + ", ".join(f"{p}:{a}..{b}" for p, (a, b) in sorted(stats.spans.items())))
 
-    def _commit(self, df: DataFrame, spans: dict[int, tuple[int, int]]) -> tuple[int, int]:
-        from pyspark.sql import functions as F
-
+    def _commit(self, df: DataFrame) -> BatchStats | None:
+        """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
         main = tables.table_offsets(self.plan, self.table)
         self._guard(main)
         done = main.for_cluster(self.cluster_id)
-        if all(last < done.get(p, 0) for p, (_first, last) in spans.items()):
-            self.counters.replayed += 1
-            log.info("%s: batch already in the table (offsets %s); nothing to add", self.table, spans)
-            return 0, 0
-        fresh = df.where(_at_or_after(done))
-        marked = self._mark(fresh).persist()
+        marked = self._mark(df.where(_at_or_after(done))).persist()
         try:
-            bad = marked.where(F.col(ERROR).isNotNull()).count()
-            if bad:
-                self._dead_letter(marked, spans, bad)
-            good = table_rows(marked, self.payload)
-            stats = good.groupBy("kafka_partition").agg(F.min("kafka_offset"), F.max("kafka_offset"),
-                                                        F.count("*")).collect()
-            added = {r[0]: (r[1], r[2]) for r in stats}
-            rows = sum(r[3] for r in stats)
-            props = offsets.stamp(self.cluster_id, self.pair.topic, added, offsets.advance(done, spans), self.run_id,
-                                  main.dead_letter_rows + bad)
-            _append(good, tables.qualified(self.plan, self.table), props)
+            stats = BatchStats.of(marked)
+            if not stats.spans:
+                self.counters.replayed += 1
+                log.info("%s: batch already in the table; nothing to add", self.table)
+                return None
+            if stats.unknown:
+                marked.unpersist()
+                marked = self._drift(df.where(_at_or_after(done)), marked, stats).persist()
+                stats = BatchStats.of(marked)
+            if stats.bad:
+                self._dead_letter(marked, stats.spans, stats.bad)
+            props = offsets.stamp(self.cluster_id, self.pair.topic, stats.added, offsets.advance(done, stats.spans),
+                                  self.run_id, main.dead_letter_rows + stats.bad)
+            _append(table_rows(marked, self.payload), tables.qualified(self.plan, self.table), props)
         finally:
             marked.unpersist()
         self.predecessor = None
-        self.counters.rows += rows
-        self.counters.dead_letters += bad
-        return rows, bad
+        self.counters.rows += stats.rows
+        self.counters.dead_letters += stats.bad
+        return stats
 
     def _guard(self, main: offsets.TableOffsets) -> None:
         """One writer per table: stop if a run other than ours (or a crashed predecessor) committed."""
@@ -142,19 +162,13 @@ class TableWriter:
                           "record lands twice", fix="run one `cutover shadow` per table")
 
     def _mark(self, records: DataFrame) -> DataFrame:
-        decoder = DECODERS[self.pair.format]
-        marked = decoder.mark(records, self.payload)
-        if UNKNOWN in marked.columns:
-            marked = self._drift(records, marked)
-        return marked
+        return DECODERS[self.pair.format].mark(records, self.payload)
 
-    def _drift(self, records: DataFrame, marked: DataFrame) -> DataFrame:
+    def _drift(self, records: DataFrame, marked: DataFrame, stats: BatchStats) -> DataFrame:
         from pyspark.sql import functions as F
 
         drifting = marked.where(F.col(ERROR).isNull() & (F.size(UNKNOWN) > 0))
-        names = sorted({r[0] for r in drifting.select(F.explode(UNKNOWN)).distinct().collect()})
-        if not names:
-            return marked
+        names = stats.unknown
         policy = self.pair.schema_drift
         if policy == "fail":
             first = drifting.orderBy("kafka_partition", "kafka_offset").first()
