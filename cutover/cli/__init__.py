@@ -46,13 +46,14 @@ def cli(ctx: click.Context, debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import local, mirror, plan, shadow
+    from cutover.cli import local, mirror, plan, shadow, verify
 
     cli.add_command(plan.plan_group)
     cli.add_command(local.local_group)
     cli.add_command(mirror.mirror_group)
     cli.add_command(mirror.offsets_group)
     cli.add_command(shadow.shadow_group)
+    cli.add_command(verify.verify_cmd)
 
 
 _register()

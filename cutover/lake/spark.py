@@ -8,7 +8,9 @@ bundles are left out, so no two versions of a library share the classpath.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,6 +69,11 @@ def session(plan: Plan, app_name: str = "cutover") -> SparkSession:
     """A SparkSession for the plan (reused if one is already running in this process)."""
     jvm.java()
     from pyspark.sql import SparkSession
+
+    if plan.spec.spark.master.startswith("local"):
+        # Python workers run this interpreter (pandas and pyarrow for vectorized UDFs), not
+        # whatever python3 is first on PATH. Remote masters: set PYSPARK_PYTHON for them.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     builder = SparkSession.builder
     for key, value in session_conf(plan, app_name).items():

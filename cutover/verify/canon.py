@@ -1,0 +1,116 @@
+"""Type-aware canonical values, so equal values compare equal whatever their representation.
+
+Each compared column becomes a string on both sides, chosen from both sides' types:
+integers of any width as whole numbers; floats and doubles (and a decimal compared with
+a float) as 15 significant digits (7 when either side is a 32-bit float), with -0 as 0
+and NaN as NaN; decimals compared with decimals at the larger scale; timestamps (with
+or without zone) as microseconds since the epoch in UTC; binary as hex; nested values
+as JSON. NULL is a sentinel no value can take. The schema comparison lists what differs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+NULL = "\u0000"
+_INT = {"tinyint", "smallint", "int", "bigint", "byte", "short", "long", "integer"}
+_FLOAT = {"float", "double", "real"}
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+_TS = {"timestamp", "timestamp_ntz"}
+
+
+def kind(spark_type: str) -> str:
+    """The comparison family of a Spark simple type string."""
+    t = spark_type.lower()
+    if t in _INT:
+        return "int"
+    if t in _FLOAT:
+        return "float"
+    if _DECIMAL.fullmatch(t):
+        return "decimal"
+    if t in _TS:
+        return "timestamp"
+    if t in ("string", "date", "boolean", "binary"):
+        return t
+    return "nested"
+
+
+def _scale(spark_type: str) -> int:
+    m = _DECIMAL.fullmatch(spark_type.lower())
+    return int(m.group(2)) if m else 0
+
+
+def canonical(column: str, own: str, other: str) -> Column:
+    """The canonical string of `column` (of type `own`) when compared with a column of type `other`."""
+    from pyspark.sql import functions as F
+
+    c = F.col(f"`{column}`")
+    k, ko = kind(own), kind(other)
+    numeric = {"int", "decimal", "float"}
+    if k == "int" and ko == "int":
+        out = c.cast("bigint").cast("string")
+    elif k in ("int", "decimal") and ko in ("int", "decimal"):
+        out = c.cast(f"decimal(38,{max(_scale(own), _scale(other))})").cast("string")
+    elif k in numeric and ko in numeric:
+        out = _float(c, own, other)
+    elif k == "timestamp":
+        out = F.unix_micros(c.cast("timestamp")).cast("string")
+    elif k == "binary":
+        out = F.hex(c)
+    elif k == "nested":
+        out = F.to_json(c)
+    else:
+        out = c.cast("string")
+    return F.coalesce(out, F.lit(NULL))
+
+
+def _float(c: Column, own: str, other: str) -> Column:
+    from pyspark.sql import functions as F
+
+    digits = 7 if "float" in (own.lower(), other.lower()) else 15
+    d = c.cast("double")
+    return (F.when(F.isnan(d), F.lit("NaN"))
+            .when(d == 0, F.lit("0"))
+            .otherwise(F.format_string(f"%.{digits}g", d)))
+
+
+def row_hash(columns: list[Column]) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(*columns) if columns else F.lit(0).cast("bigint")
+
+
+@dataclass(frozen=True)
+class Column_:
+    name: str
+    type: str
+    nullable: bool
+
+
+def schema_diff(old: list[Column_], new: list[Column_], ignore_old: set[str], ignore_new: set[str]) -> dict[str, Any]:
+    """Columns missing from the new table, added in it, of another type family, of other nullability.
+
+    It fails (passed false) on a missing column or a type of another family (a decimal
+    that became a double, a string that became a long); widening within a family
+    (int to long, float to double, a larger decimal), a column only the new table has,
+    and nullability are listed without failing.
+    """
+    o = {c.name.lower(): c for c in old if c.name.lower() not in ignore_old}
+    n = {c.name.lower(): c for c in new if c.name.lower() not in ignore_new}
+    missing = sorted(o[k].name for k in o.keys() - n.keys())
+    extra = sorted(n[k].name for k in n.keys() - o.keys())
+    changed, nullability = [], []
+    for k in sorted(o.keys() & n.keys()):
+        a, b = o[k], n[k]
+        if a.type.lower() != b.type.lower():
+            changed.append({"column": a.name, "old": a.type, "new": b.type,
+                            "same_family": kind(a.type) == kind(b.type)})
+        if a.nullable != b.nullable:
+            nullability.append({"column": a.name, "old_nullable": a.nullable, "new_nullable": b.nullable})
+    return {"passed": not missing and all(c["same_family"] for c in changed), "missing_in_new": missing,
+            "extra_in_new": extra, "type_changed": changed, "nullability_changed": nullability}

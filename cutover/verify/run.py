@@ -1,0 +1,214 @@
+"""`cutover verify`: per table pair, normalize both tables, reconcile, run the suites, apply the gates.
+
+The identity of a row depends on what the old table has: its Kafka partition and offset
+columns (`old_offset_columns`: offset-exact, with a window and lag), else the plan's
+`key` columns, else the whole row's content. The result is recorded on the new table
+(property `cutover.verify.last`), where promote reads it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cutover.errors import UsageError
+from cutover.output import progress
+from cutover.plan import Plan, TablePair
+from cutover.shadow import tables
+from cutover.shadow.job import select_pairs
+from cutover.verify import align, quality
+from cutover.verify.canon import Column_, canonical, row_hash, schema_diff
+from cutover.verify.reconcile import Mode, buckets, reconcile
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("cutover.verify")
+RESULT_PROPERTY = "cutover.verify.last"
+_META = {"kafka_offset", "kafka_partition", "kafka_topic"}
+
+
+@dataclass(frozen=True)
+class Options:
+    table: str | None = None
+    sample_size: int = 10
+    timeout: float = 10.0
+
+
+def verify(plan: Plan, opts: Options) -> dict[str, Any]:
+    from cutover.lake import spark as spark_mod
+
+    pairs = select_pairs(plan, opts.table)
+    progress(f"starting Spark ({plan.spec.spark.master}) to verify {len(pairs)} table pair(s)")
+    spark = spark_mod.session(plan, f"cutover-verify-{plan.name}")
+    runner = quality.Runner() if any(p.checks for p in pairs) else None
+    results = [_pair(spark, plan, pair, opts, runner) for pair in pairs]
+    at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    result = {"passed": all(r["passed"] for r in results), "plan": str(plan.file), "name": plan.name, "at": at,
+              "tables": results}
+    for r in results:
+        record(plan, r["table"], {"at": at, "passed": r["passed"], "counts": r["counts"],
+                                  "old_snapshot": r["old_snapshot"], "new_snapshot": r["new_snapshot"]})
+    return result
+
+
+def _frame(spark: SparkSession, plan: Plan, table: str) -> DataFrame:
+    if not tables.exists(plan, table):
+        raise UsageError(f"table {table} does not exist in catalog {plan.spec.catalog.name}",  # type: ignore[union-attr]
+                         fix="check tables[] in the plan; the new table is written by `cutover shadow`")
+    return spark.table(tables.qualified(plan, table))
+
+
+def _columns(df: DataFrame) -> list[Column_]:
+    return [Column_(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+
+
+def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
+          runner: quality.Runner | None) -> dict[str, Any]:
+    started = time.monotonic()
+    old_df, new_df = _frame(spark, plan, pair.old), _frame(spark, plan, pair.new)
+    oc = pair.old_offset_columns
+    mode: Mode = "offsets" if oc else "key" if pair.key else "content"
+    ignore_old = {c.lower() for c in ([oc.partition, oc.offset] + ([oc.topic] if oc.topic else []) if oc else [])}
+    old_cols, new_cols = _columns(old_df), _columns(new_df)
+    schema = schema_diff(old_cols, new_cols, ignore_old | _META, _META | {c.name.lower() for c in new_cols
+                                                                           if c.name.startswith("kafka_")
+                                                                           and c.name.lower() not in
+                                                                           {o.name.lower() for o in old_cols}})
+    new_types = {c.name.lower(): c for c in new_cols}
+    compared = [c for c in old_cols if c.name.lower() in new_types and c.name.lower() not in ignore_old | _META]
+    if mode == "key":
+        missing = [k for k in pair.key if k.lower() not in {c.name.lower() for c in compared}]
+        if missing:
+            raise UsageError(f"tables[{plan.spec.tables.index(pair)}].key: column(s) {', '.join(missing)} are not in "
+                             f"both {pair.old} and {pair.new}", fix="name columns both tables have")
+
+    def canon(df: DataFrame, own: dict[str, Column_], other: dict[str, Column_]) -> list[Any]:
+        return [canonical(own[c.name.lower()].name, own[c.name.lower()].type, other[c.name.lower()].type)
+                .alias(f"_c{i}") for i, c in enumerate(compared)]
+
+    old_types = {c.name.lower(): c for c in old_cols}
+    names = [c.name for c in compared]
+    old_n = _normalize(old_df, canon(old_df, old_types, new_types), names, mode, pair, side="old")
+    new_n = _normalize(new_df, canon(new_df, new_types, old_types), names, mode, pair, side="new")
+    window, lag_note = None, None
+    maps: dict[int, Any] = {}
+    if mode == "offsets":
+        maps = align.mirror_maps(plan, pair.topic, opts.timeout)
+        if not maps:
+            lag_note = f"no mirror offset map for {pair.topic}: offsets compared as they are"
+            log.warning("%s: %s", pair.new, lag_note)
+        if maps:
+            from pyspark.sql import functions as F
+
+            new_n = new_n.withColumn("_id", align.translate_column(spark, maps, F.col("_p"), F.col("_id")))
+        window = _window(plan, pair, old_n, new_n, maps)
+    outcome = reconcile(spark, buckets(old_n, mode, window), buckets(new_n, mode, window), mode,
+                        [c.name for c in compared], opts.sample_size)
+    suites = [runner.run(quality.load_suite(plan, name), df, table, side) for name in pair.checks
+              for df, table, side in ((old_df, pair.old, "old"), (new_df, pair.new, "new"))] if runner else []
+    return _result(plan, pair, mode, outcome, schema, suites, window, lag_note, started)
+
+
+def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pair: TablePair,
+               side: str) -> DataFrame:
+    """-> _p, _id, _h, _c0…: the frame `reconcile` compares."""
+    from pyspark.sql import functions as F
+
+    oc = pair.old_offset_columns
+    if side == "old" and oc and oc.topic:
+        df = df.where(F.col(oc.topic) == pair.topic)
+    staged = df.select("*", *canon)
+    cols = [F.col(f"_c{i}") for i in range(len(canon))]
+    h = row_hash(cols)
+    if side == "old" and oc:
+        p, ident = F.col(oc.partition).cast("int"), F.col(oc.offset).cast("bigint")
+    elif side == "new" and mode == "offsets":
+        p, ident = F.col("kafka_partition").cast("int"), F.col("kafka_offset").cast("bigint")
+    elif mode == "key":
+        index = {n.lower(): i for i, n in enumerate(names)}
+        p, ident = F.lit(-1), F.concat_ws("\u0001", *[F.col(f"_c{index[k.lower()]}") for k in pair.key])
+    else:
+        p, ident = F.lit(-1), h
+    return staged.select(p.cast("int").alias("_p"), ident.alias("_id"), h.alias("_h"), *cols)
+
+
+def _window(plan: Plan, pair: TablePair, old_n: DataFrame, new_n: DataFrame, maps: dict[int, Any]) -> dict[int, int]:
+    from pyspark.sql import functions as F
+
+    old_held = tables.table_offsets(plan, pair.old)
+    new_held = tables.table_offsets(plan, pair.new)
+    if old_held.stamped:
+        old_pos = dict(old_held.positions)
+    else:
+        old_pos = {r[0]: r[1] + 1 for r in old_n.groupBy("_p").agg(F.max("_id")).collect() if r[1] is not None}
+    if new_held.stamped:
+        new_pos = {p: align.new_position_in_old(maps.get(p), o) for p, o in new_held.positions.items()}
+    else:
+        new_pos = {r[0]: r[1] + 1 for r in new_n.groupBy("_p").agg(F.max("_id")).collect() if r[1] is not None}
+    return align.window(old_pos, new_pos)
+
+
+def _result(plan: Plan, pair: TablePair, mode: Mode, outcome: Any, schema: dict[str, Any],
+            suites: list[dict[str, Any]], window: dict[int, int] | None, lag_note: str | None,
+            started: float) -> dict[str, Any]:
+    parts = []
+    for p in sorted(outcome.partitions):
+        pc = outcome.partitions[p]
+        matched = pc.old_rows - pc.missing - pc.mismatched - pc.duplicates_old
+        parts.append({"partition": p, "old_rows": pc.old_rows, "new_rows": pc.new_rows, "matched": max(matched, 0),
+                      "missing": pc.missing, "extra": pc.extra, "mismatched": pc.mismatched,
+                      "duplicates_old": pc.duplicates_old, "duplicates_new": pc.duplicates_new,
+                      "min_offset": pc.min_id if mode == "offsets" else None,
+                      "max_offset": pc.max_id if mode == "offsets" else None,
+                      "window_end": window.get(p) if window else None,
+                      "old_ahead": pc.old_ahead, "new_ahead": pc.new_ahead})
+    counts = {k: sum(x[k] for x in parts) for k in ("old_rows", "new_rows", "matched", "missing", "extra",
+                                                    "mismatched", "duplicates_old", "duplicates_new")}
+    g = plan.spec.gates
+    gates = {name: {"limit": limit, "found": found, "passed": found <= limit} for name, limit, found in (
+        ("max_missing_rows", g.max_missing_rows, counts["missing"]),
+        ("max_extra_rows", g.max_extra_rows, counts["extra"]),
+        ("max_mismatched_rows", g.max_mismatched_rows, counts["mismatched"]),
+        ("max_duplicate_rows", g.max_duplicate_rows, counts["duplicates_old"] + counts["duplicates_new"]))}
+    passed = all(x["passed"] for x in gates.values()) and schema["passed"] and all(s["success"] for s in suites)
+    return {
+        "table": pair.new, "old_table": pair.old, "topic": pair.topic, "mode": mode, "passed": passed,
+        "counts": counts, "gates": gates, "schema": schema, "suites": suites, "partitions": parts,
+        "samples": outcome.samples,
+        "lag": {"old_ahead": sum(x["old_ahead"] for x in parts), "new_ahead": sum(x["new_ahead"] for x in parts),
+                "note": lag_note},
+        "old_snapshot": _snapshot(plan, pair.old), "new_snapshot": _snapshot(plan, pair.new),
+        "cost": {**outcome.cost, "seconds": round(time.monotonic() - started, 1)},
+    }
+
+
+def _snapshot(plan: Plan, table: str) -> int | None:
+    _snaps, current, _tbl = tables.snapshots(plan, table)
+    return current
+
+
+def record(plan: Plan, table: str, summary: dict[str, Any]) -> None:
+    """Keep the last result on the new table itself, where promote reads it."""
+    _snaps, _current, tbl = tables.snapshots(plan, table)
+    for attempt in range(5):
+        try:
+            with tbl.transaction() as tx:
+                tx.set_properties({RESULT_PROPERTY: json.dumps(summary, sort_keys=True)})
+            return
+        except Exception as exc:  # a concurrent commit (the shadow writing): reload and try again
+            if attempt == 4:
+                raise
+            log.info("recording the verify result on %s: %s; retrying", table, exc)
+            _snaps, _current, tbl = tables.snapshots(plan, table)
+
+
+def last_result(plan: Plan, table: str) -> dict[str, Any] | None:
+    """The last verify result recorded on a table (None when it was never verified)."""
+    _snaps, _current, tbl = tables.snapshots(plan, table)
+    raw = tbl.properties.get(RESULT_PROPERTY) if tbl is not None else None
+    return json.loads(raw) if raw else None
