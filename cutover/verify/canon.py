@@ -1,6 +1,8 @@
-"""Type-aware canonical values, so equal values compare equal whatever their representation.
+"""Type-aware comparable values, so equal values compare equal whatever their representation.
 
-Each compared column becomes a string on both sides, chosen from both sides' types:
+A column of the same type on both sides is compared as it is (floats with -0 as 0 and
+one NaN). A column whose types differ becomes a string on both sides, chosen from both
+sides' types:
 integers of any width as whole numbers; floats and doubles (and a decimal compared with
 a float) as 15 significant digits (7 when either side is a 32-bit float), with -0 as 0
 and NaN as NaN; decimals compared with decimals at the larger scale; timestamps (with
@@ -46,11 +48,19 @@ def _scale(spark_type: str) -> int:
 
 
 def canonical(column: str, own: str, other: str) -> Column:
-    """The canonical string of `column` (of type `own`) when compared with a column of type `other`."""
+    """The comparable value of `column` (of type `own`) when compared with a column of type `other`.
+
+    Same types compare as they are (floats with -0 made 0 and NaN made one NaN), which
+    costs nothing; only columns whose types differ are converted to canonical strings.
+    """
     from pyspark.sql import functions as F
 
     c = F.col(f"`{column}`")
     k, ko = kind(own), kind(other)
+    if own.lower() == other.lower():
+        if k == "float":
+            return F.when(F.isnan(c), F.lit(float("nan")).cast(own)).when(c == 0, F.lit(0).cast(own)).otherwise(c)
+        return F.to_json(c) if "map<" in own.lower() else c
     numeric = {"int", "decimal", "float"}
     if k == "int" and ko == "int":
         out = c.cast("bigint").cast("string")
@@ -80,9 +90,13 @@ def _float(c: Column, own: str, other: str) -> Column:
 
 
 def row_hash(columns: list[Column]) -> Column:
+    """64-bit hash of the compared values; which of them are null is part of it (Spark's
+    hash skips nulls, so (null, 5) and (5, null) would otherwise collide)."""
     from pyspark.sql import functions as F
 
-    return F.xxhash64(*columns) if columns else F.lit(0).cast("bigint")
+    if not columns:
+        return F.lit(0).cast("bigint")
+    return F.xxhash64(*columns, *[c.isNull() for c in columns])
 
 
 @dataclass(frozen=True)

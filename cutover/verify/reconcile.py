@@ -4,8 +4,10 @@ Both sides arrive as frames of `_p` (Kafka partition, or -1), `_id` (the row ide
 old-space offset, key, or content hash), `_h` (hash of the canonical compared columns),
 and the canonical columns `_c0…`. Rows outside the window carry bucket -1 (lag).
 
-1. One aggregation per side by (partition, coarse bucket): count, sum of hashes,
-   distinct identities, first and last identity. Equal aggregates: equal rows.
+1. One aggregation per side by (partition, coarse bucket): count, sums of the row
+   hashes and of the identities, first and last identity. Equal aggregates: equal rows.
+   (A row duplicated on one side changes the count; one duplicated identically on both
+   sides is not a difference between the tables and is not reported.)
 2. Only the buckets that differ are aggregated again at a finer bucket (bisecting).
 3. Only the fine buckets that still differ are compared row by row: missing, extra,
    duplicates and rows whose content differs, with the differing columns of a sample.
@@ -73,15 +75,20 @@ def buckets(df: DataFrame, mode: Mode, window: dict[int, int] | None) -> DataFra
 def _aggregate(df: DataFrame, level: str) -> dict[tuple[int, int], tuple[Any, ...]]:
     from pyspark.sql import functions as F
 
+    # Order-independent content sums: two 31-bit halves of the row hash, each summed as a
+    # long (no overflow below 2^32 rows per bucket), and the sum of identities, so a row
+    # that moved to another identity is seen too.
+    h = F.col("_h")
+    ident = F.col("_id") if df.schema["_id"].dataType.simpleString() == "bigint" else F.xxhash64("_id")
     rows = df.groupBy("_p", level).agg(
-        F.count("*"), F.sum(F.col("_h").cast("decimal(38,0)")), F.count_distinct("_id"), F.min("_id"),
-        F.max("_id")).collect()
+        F.count("*"), F.sum(h.bitwiseAND(0x7FFFFFFF)), F.sum(F.shiftright(h, 31).bitwiseAND(0x7FFFFFFF)),
+        F.sum(ident.bitwiseAND(0x7FFFFFFF)), F.min("_id"), F.max("_id")).collect()
     return {(r[0], r[1]): tuple(r[2:]) for r in rows}
 
 
 def _differing(old: dict[tuple[int, int], tuple[Any, ...]],
                new: dict[tuple[int, int], tuple[Any, ...]]) -> list[tuple[int, int]]:
-    return sorted(k for k in set(old) | set(new) if k[1] != -1 and old.get(k, ())[:3] != new.get(k, ())[:3])
+    return sorted(k for k in set(old) | set(new) if k[1] != -1 and old.get(k, ())[:4] != new.get(k, ())[:4])
 
 
 def _only(spark: SparkSession, df: DataFrame, level: str, keys: list[tuple[int, int]]) -> DataFrame:
@@ -102,8 +109,8 @@ def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, c
             pc.old_ahead += agg[0]
         else:
             pc.old_rows += agg[0]
-            pc.min_id = agg[3] if pc.min_id is None else min(pc.min_id, agg[3])
-            pc.max_id = agg[4] if pc.max_id is None else max(pc.max_id, agg[4])
+            pc.min_id = agg[4] if pc.min_id is None else min(pc.min_id, agg[4])
+            pc.max_id = agg[5] if pc.max_id is None else max(pc.max_id, agg[5])
     for (p, b), agg in new_l0.items():
         pc = out.partitions[p]
         if b == -1:

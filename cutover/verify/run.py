@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from cutover.errors import UsageError
 from cutover.output import progress
 from cutover.plan import Plan, TablePair
-from cutover.shadow import tables
+from cutover.shadow import offsets, tables
 from cutover.shadow.job import select_pairs
 from cutover.verify import align, quality
 from cutover.verify.canon import Column_, canonical, row_hash, schema_diff
@@ -56,11 +56,22 @@ def verify(plan: Plan, opts: Options) -> dict[str, Any]:
     return result
 
 
-def _frame(spark: SparkSession, plan: Plan, table: str) -> DataFrame:
-    if not tables.exists(plan, table):
+@dataclass(frozen=True)
+class Pinned:
+    """A table read at one snapshot, so every pass (and the window) sees the same rows."""
+
+    df: DataFrame
+    snapshot_id: int | None
+    held: offsets.TableOffsets
+
+
+def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
+    snaps, current, tbl = tables.snapshots(plan, table)
+    if tbl is None:
         raise UsageError(f"table {table} does not exist in catalog {plan.spec.catalog.name}",  # type: ignore[union-attr]
                          fix="check tables[] in the plan; the new table is written by `cutover shadow`")
-    return spark.table(tables.qualified(plan, table))
+    reader = spark.read if current is None else spark.read.option("snapshot-id", str(current))
+    return Pinned(reader.table(tables.qualified(plan, table)), current, offsets.latest(snaps, current, table))
 
 
 def _columns(df: DataFrame) -> list[Column_]:
@@ -70,7 +81,8 @@ def _columns(df: DataFrame) -> list[Column_]:
 def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
           runner: quality.Runner | None) -> dict[str, Any]:
     started = time.monotonic()
-    old_df, new_df = _frame(spark, plan, pair.old), _frame(spark, plan, pair.new)
+    old_pin, new_pin = _frame(spark, plan, pair.old), _frame(spark, plan, pair.new)
+    old_df, new_df = old_pin.df, new_pin.df
     oc = pair.old_offset_columns
     mode: Mode = "offsets" if oc else "key" if pair.key else "content"
     ignore_old = {c.lower() for c in ([oc.partition, oc.offset] + ([oc.topic] if oc.topic else []) if oc else [])}
@@ -106,12 +118,13 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
             from pyspark.sql import functions as F
 
             new_n = new_n.withColumn("_id", align.translate_column(spark, maps, F.col("_p"), F.col("_id")))
-        window = _window(plan, pair, old_n, new_n, maps)
+        window = _window(old_pin.held, new_pin.held, old_n, new_n, maps)
     outcome = reconcile(spark, buckets(old_n, mode, window), buckets(new_n, mode, window), mode,
                         [c.name for c in compared], opts.sample_size)
     suites = [runner.run(quality.load_suite(plan, name), df, table, side) for name in pair.checks
               for df, table, side in ((old_df, pair.old, "old"), (new_df, pair.new, "new"))] if runner else []
-    return _result(plan, pair, mode, outcome, schema, suites, window, lag_note, started)
+    return {**_result(plan, pair, mode, outcome, schema, suites, window, lag_note, started),
+            "old_snapshot": old_pin.snapshot_id, "new_snapshot": new_pin.snapshot_id}
 
 
 def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pair: TablePair,
@@ -131,17 +144,16 @@ def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pa
         p, ident = F.col("kafka_partition").cast("int"), F.col("kafka_offset").cast("bigint")
     elif mode == "key":
         index = {n.lower(): i for i, n in enumerate(names)}
-        p, ident = F.lit(-1), F.concat_ws("\u0001", *[F.col(f"_c{index[k.lower()]}") for k in pair.key])
+        p, ident = F.lit(-1), F.concat_ws("\u0001", *[F.col(f"_c{index[k.lower()]}").cast("string") for k in pair.key])
     else:
         p, ident = F.lit(-1), h
     return staged.select(p.cast("int").alias("_p"), ident.alias("_id"), h.alias("_h"), *cols)
 
 
-def _window(plan: Plan, pair: TablePair, old_n: DataFrame, new_n: DataFrame, maps: dict[int, Any]) -> dict[int, int]:
+def _window(old_held: offsets.TableOffsets, new_held: offsets.TableOffsets, old_n: DataFrame, new_n: DataFrame,
+            maps: dict[int, Any]) -> dict[int, int]:
     from pyspark.sql import functions as F
 
-    old_held = tables.table_offsets(plan, pair.old)
-    new_held = tables.table_offsets(plan, pair.new)
     if old_held.stamped:
         old_pos = dict(old_held.positions)
     else:
@@ -182,14 +194,8 @@ def _result(plan: Plan, pair: TablePair, mode: Mode, outcome: Any, schema: dict[
         "samples": outcome.samples,
         "lag": {"old_ahead": sum(x["old_ahead"] for x in parts), "new_ahead": sum(x["new_ahead"] for x in parts),
                 "note": lag_note},
-        "old_snapshot": _snapshot(plan, pair.old), "new_snapshot": _snapshot(plan, pair.new),
         "cost": {**outcome.cost, "seconds": round(time.monotonic() - started, 1)},
     }
-
-
-def _snapshot(plan: Plan, table: str) -> int | None:
-    _snaps, current, _tbl = tables.snapshots(plan, table)
-    return current
 
 
 def record(plan: Plan, table: str, summary: dict[str, Any]) -> None:
