@@ -19,6 +19,7 @@ the few files holding those offsets.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 Mode = Literal["offsets", "key", "content"]
-LEVELS = ("_b0", "_b1")
 
 
 @dataclass
@@ -52,43 +52,51 @@ class Outcome:
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {
         "missing": [], "extra": [], "mismatched": [], "duplicates": []})
     cost: dict[str, Any] = field(default_factory=dict)
+    window: dict[int, int] | None = None
 
 
-def buckets(df: DataFrame, mode: Mode, window: dict[int, int] | None) -> DataFrame:
-    """Add the bucket columns: offset ranges (offsets mode) or hash ranges; -1 beyond the window."""
+B0, B1 = 65536, 1024  # offsets per coarse and fine bucket (offsets mode)
+Aggs = dict[tuple[int, int], tuple[Any, ...]]
+#: Given the highest identity per partition on each side (old, new), the window ends.
+WindowFn = Callable[[dict[int, int], dict[int, int]], dict[int, int]]
+
+
+def buckets(df: DataFrame, mode: Mode) -> DataFrame:
+    """Add the bucket columns: offset ranges (offsets mode) or hash ranges."""
     from pyspark.sql import functions as F
 
     if mode == "offsets":
-        b0, b1 = F.floor(F.col("_id") / 65536), F.floor(F.col("_id") / 1024)
+        b0, b1 = F.floor(F.col("_id") / B0), F.floor(F.col("_id") / B1)
     else:
         h = F.xxhash64(F.col("_id").cast("string"))
         b0, b1 = F.pmod(h, F.lit(4096)), F.pmod(h, F.lit(4096 * 64))
-    inside: Any = F.lit(True)
-    if window is not None:
-        inside = F.lit(False)
-        for p, end in window.items():
-            inside = F.when(F.col("_p") == p, F.col("_id") < end).otherwise(inside)
-    return df.withColumn("_b0", F.when(inside, b0).otherwise(F.lit(-1)).cast("bigint")) \
-             .withColumn("_b1", F.when(inside, b1).otherwise(F.lit(-1)).cast("bigint"))
+    return df.withColumn("_b0", b0.cast("bigint")).withColumn("_b1", b1.cast("bigint"))
 
 
-def _aggregate(df: DataFrame, level: str) -> dict[tuple[int, int], tuple[Any, ...]]:
+def _aggregate(old: DataFrame, new: DataFrame, keys: list[str]) -> tuple[Aggs, Aggs]:
+    """One job over both sides: per key, count, order-independent sums, first and last identity.
+
+    The sums are of two 31-bit halves of the row hash and of the identity, each a long
+    (no overflow below 2^32 rows per bucket): equal multisets of rows give equal sums.
+    """
     from pyspark.sql import functions as F
 
-    # Order-independent content sums: two 31-bit halves of the row hash, each summed as a
-    # long (no overflow below 2^32 rows per bucket), and the sum of identities, so a row
-    # that moved to another identity is seen too.
+    ident = F.col("_id") if old.schema["_id"].dataType.simpleString() == "bigint" else F.xxhash64("_id")
+    both = old.select(F.lit(0).alias("_side"), *keys, "_id", "_h").unionByName(
+        new.select(F.lit(1).alias("_side"), *keys, "_id", "_h"))
     h = F.col("_h")
-    ident = F.col("_id") if df.schema["_id"].dataType.simpleString() == "bigint" else F.xxhash64("_id")
-    rows = df.groupBy("_p", level).agg(
+    rows = both.groupBy("_side", *keys).agg(
         F.count("*"), F.sum(h.bitwiseAND(0x7FFFFFFF)), F.sum(F.shiftright(h, 31).bitwiseAND(0x7FFFFFFF)),
         F.sum(ident.bitwiseAND(0x7FFFFFFF)), F.min("_id"), F.max("_id")).collect()
-    return {(r[0], r[1]): tuple(r[2:]) for r in rows}
+    out: tuple[Aggs, Aggs] = ({}, {})
+    n = len(keys)
+    for r in rows:
+        out[r[0]][tuple(r[1:1 + n])] = tuple(r[1 + n:])  # type: ignore[index]
+    return out
 
 
-def _differing(old: dict[tuple[int, int], tuple[Any, ...]],
-               new: dict[tuple[int, int], tuple[Any, ...]]) -> list[tuple[int, int]]:
-    return sorted(k for k in set(old) | set(new) if k[1] != -1 and old.get(k, ())[:4] != new.get(k, ())[:4])
+def _differing(old: Aggs, new: Aggs) -> list[tuple[int, int]]:
+    return sorted(k for k in set(old) | set(new) if old.get(k, ())[:4] != new.get(k, ())[:4])
 
 
 def _only(spark: SparkSession, df: DataFrame, level: str, keys: list[tuple[int, int]]) -> DataFrame:
@@ -98,32 +106,86 @@ def _only(spark: SparkSession, df: DataFrame, level: str, keys: list[tuple[int, 
     return df.join(F.broadcast(chosen), ["_p", level])
 
 
+def _inside(window: dict[int, int]) -> Any:
+    from pyspark.sql import functions as F
+
+    cond: Any = F.lit(False)
+    for p, end in window.items():
+        cond = F.when(F.col("_p") == p, F.col("_id") < end).otherwise(cond)
+    return cond
+
+
+def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple[Aggs, Aggs],
+                  window: dict[int, int], out: Outcome) -> tuple[Aggs, Aggs]:
+    """Keep the coarse buckets below each window end; rows past it are lag. Only buckets the
+    end cuts through are aggregated again (restricted to the window): usually none."""
+
+    kept: tuple[Aggs, Aggs] = ({}, {})
+    cut: set[tuple[int, int]] = set()
+    for side, aggs in enumerate(l0):
+        for (p, b), agg in aggs.items():
+            end = window.get(p, 0)
+            if (b + 1) * B0 <= end:
+                kept[side][(p, b)] = agg
+            elif b * B0 >= end or agg[4] >= end:
+                pc = out.partitions[p]
+                if side:
+                    pc.new_ahead += agg[0]
+                else:
+                    pc.old_ahead += agg[0]
+            elif agg[5] < end:
+                kept[side][(p, b)] = agg
+            else:
+                cut.add((p, b))
+    if cut:
+        inside = _inside(window)
+        o, n = (_only(spark, df, "_b0", sorted(cut)).withColumn("_in", inside) for df in (old, new))
+        split = _aggregate(o, n, ["_p", "_b0", "_in"])
+        for side, aggs in enumerate(split):
+            for (p, b, within), agg in aggs.items():  # type: ignore[misc]
+                if within:
+                    kept[side][(p, b)] = agg
+                elif side:
+                    out.partitions[p].new_ahead += agg[0]
+                else:
+                    out.partitions[p].old_ahead += agg[0]
+    return kept
+
+
 def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, columns: list[str],
-              sample_size: int = 10) -> Outcome:
-    """Compare two bucketed frames (see `buckets`); `columns` names `_c0…` for the samples."""
+              sample_size: int = 10, window_fn: WindowFn | None = None) -> Outcome:
+    """Compare two bucketed frames (see `buckets`); `columns` names `_c0…` for the samples.
+
+    With `window_fn` (offsets mode), only identities below each partition's window end
+    are compared; the rest is counted as lag.
+    """
     out = Outcome()
-    old_l0, new_l0 = _aggregate(old, "_b0"), _aggregate(new, "_b0")
-    for (p, b), agg in old_l0.items():
-        pc = out.partitions[p]
-        if b == -1:
-            pc.old_ahead += agg[0]
-        else:
-            pc.old_rows += agg[0]
-            pc.min_id = agg[4] if pc.min_id is None else min(pc.min_id, agg[4])
-            pc.max_id = agg[5] if pc.max_id is None else max(pc.max_id, agg[5])
-    for (p, b), agg in new_l0.items():
-        pc = out.partitions[p]
-        if b == -1:
-            pc.new_ahead += agg[0]
-        else:
-            pc.new_rows += agg[0]
+    l0 = _aggregate(old, new, ["_p", "_b0"])
+    if window_fn is not None:
+        highest = tuple({p: max(a[5] for (q, _b), a in aggs.items() if q == p) + 1 for p, _b in aggs}
+                        for aggs in l0)
+        window = window_fn(highest[0], highest[1])
+        out.window = window
+        l0 = _apply_window(spark, old, new, l0, window, out)
+        inside = _inside(window)
+        old, new = old.where(inside), new.where(inside)
+    old_l0, new_l0 = l0
+    for side, aggs in enumerate(l0):
+        for (p, _b), agg in aggs.items():
+            pc = out.partitions[p]
+            if side:
+                pc.new_rows += agg[0]
+            else:
+                pc.old_rows += agg[0]
+                pc.min_id = agg[4] if pc.min_id is None else min(pc.min_id, agg[4])
+                pc.max_id = agg[5] if pc.max_id is None else max(pc.max_id, agg[5])
     differing = _differing(old_l0, new_l0)
     out.cost = {"buckets": {"_b0": len(set(old_l0) | set(new_l0))}, "differing": {"_b0": len(differing)},
                 "rows_compared": 0}
     if not differing:
         return out
     old_r, new_r = _only(spark, old, "_b0", differing), _only(spark, new, "_b0", differing)
-    fine = _differing(_aggregate(old_r, "_b1"), _aggregate(new_r, "_b1"))
+    fine = _differing(*_aggregate(old_r, new_r, ["_p", "_b1"]))
     out.cost["differing"]["_b1"] = len(fine)
     if fine:
         _rows(spark, _only(spark, old_r, "_b1", fine), _only(spark, new_r, "_b1", fine), mode, columns,

@@ -107,7 +107,7 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
     names = [c.name for c in compared]
     old_n = _normalize(old_df, canon(old_df, old_types, new_types), names, mode, pair, side="old")
     new_n = _normalize(new_df, canon(new_df, new_types, old_types), names, mode, pair, side="new")
-    window, lag_note = None, None
+    lag_note = None
     maps: dict[int, Any] = {}
     if mode == "offsets":
         maps = align.mirror_maps(plan, pair.topic, opts.timeout)
@@ -118,9 +118,14 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
             from pyspark.sql import functions as F
 
             new_n = new_n.withColumn("_id", align.translate_column(spark, maps, F.col("_p"), F.col("_id")))
-        window = _window(old_pin.held, new_pin.held, old_n, new_n, maps)
-    outcome = reconcile(spark, buckets(old_n, mode, window), buckets(new_n, mode, window), mode,
-                        [c.name for c in compared], opts.sample_size)
+    window_fn = None
+    if mode == "offsets":
+        def window_fn(old_hi: dict[int, int], new_hi: dict[int, int]) -> dict[int, int]:
+            return _window(old_pin.held, new_pin.held, old_hi, new_hi, maps)
+
+    outcome = reconcile(spark, buckets(old_n, mode), buckets(new_n, mode), mode, [c.name for c in compared],
+                        opts.sample_size, window_fn)
+    window = outcome.window
     suites = [runner.run(quality.load_suite(plan, name), df, table, side) for name in pair.checks
               for df, table, side in ((old_df, pair.old, "old"), (new_df, pair.new, "new"))] if runner else []
     return {**_result(plan, pair, mode, outcome, schema, suites, window, lag_note, started),
@@ -150,18 +155,12 @@ def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pa
     return staged.select(p.cast("int").alias("_p"), ident.alias("_id"), h.alias("_h"), *cols)
 
 
-def _window(old_held: offsets.TableOffsets, new_held: offsets.TableOffsets, old_n: DataFrame, new_n: DataFrame,
-            maps: dict[int, Any]) -> dict[int, int]:
-    from pyspark.sql import functions as F
-
-    if old_held.stamped:
-        old_pos = dict(old_held.positions)
-    else:
-        old_pos = {r[0]: r[1] + 1 for r in old_n.groupBy("_p").agg(F.max("_id")).collect() if r[1] is not None}
-    if new_held.stamped:
-        new_pos = {p: align.new_position_in_old(maps.get(p), o) for p, o in new_held.positions.items()}
-    else:
-        new_pos = {r[0]: r[1] + 1 for r in new_n.groupBy("_p").agg(F.max("_id")).collect() if r[1] is not None}
+def _window(old_held: offsets.TableOffsets, new_held: offsets.TableOffsets, old_highest: dict[int, int],
+            new_highest: dict[int, int], maps: dict[int, Any]) -> dict[int, int]:
+    """Each side's position in old offsets: stamped in the table, else its highest offset + 1."""
+    old_pos = dict(old_held.positions) if old_held.stamped else old_highest
+    new_pos = ({p: align.new_position_in_old(maps.get(p), o) for p, o in new_held.positions.items()}
+               if new_held.stamped else new_highest)
     return align.window(old_pos, new_pos)
 
 
