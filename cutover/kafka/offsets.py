@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
+    Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
     KafkaException,
+    Message,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -61,6 +63,35 @@ def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[], dict], doi
             client.poll(0.2)  # back off while serving callbacks
         except concurrent.futures.TimeoutError as exc:
             raise ref.failure(exc, doing, client) from None
+
+
+def committed_records(ref: ClusterRef, start: Iterable[tuple[str, int, int]], doing: str,
+                      timeout: float = DEFAULT_TIMEOUT, group: str = "cutover-inspect") -> Iterator[Message]:
+    """Every committed record (read_committed) from each (topic, partition, offset) to the partition's end."""
+    consumer = Consumer(ref.config(**{
+        "group.id": group, "enable.auto.commit": False, "enable.partition.eof": True,
+        "isolation.level": "read_committed", "auto.offset.reset": "earliest"}))
+    try:
+        assignment = [TopicPartition(t, p, o) for t, p, o in start]
+        pending = {(tp.topic, tp.partition) for tp in assignment}
+        consumer.assign(assignment)
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise ref.failure(None, doing, consumer)
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    pending.discard((str(msg.topic()), int(msg.partition() or 0)))
+                elif err.fatal() or err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    raise ref.failure(KafkaException(err), doing, consumer)
+                continue
+            yield msg
+    finally:
+        consumer.close()
 
 
 def log_offsets(ref: ClusterRef, tps: Iterable[TP], which: str = "end",

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
 from cutover.errors import CutoverError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+from cutover.kafka.offsets import committed_records
 from cutover.mirror.offsetmap import Gap, PartitionMap, Segment
 
 log = logging.getLogger("cutover.mirror")
@@ -148,30 +148,10 @@ def load(rt: Route, source_cluster: str, with_map: bool = True, timeout: float =
 
 
 def _read(ref: ClusterRef, topics: Iterable[str], timeout: float) -> Iterable[tuple[bytes, bytes]]:
-    consumer = Consumer(ref.config(**{
-        "group.id": "cutover-state-reader", "enable.auto.commit": False, "enable.partition.eof": True,
-        "isolation.level": "read_committed", "auto.offset.reset": "earliest"}))
-    try:
-        pending = set(topics)
-        consumer.assign([TopicPartition(t, 0, 0) for t in pending])
-        latest: dict[bytes, bytes | None] = {}
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise ref.failure(None, f"reading the mirror state topics {sorted(pending)}", consumer)
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(str(msg.topic()))
-                elif err.fatal() or err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                    raise ref.failure(KafkaException(err), "reading the mirror state", consumer)
-                continue
-            key = msg.key()
-            if key is not None:
-                latest[key] = msg.value()
-        yield from ((k, v) for k, v in latest.items() if v is not None)
-    finally:
-        consumer.close()
+    latest: dict[bytes, bytes | None] = {}
+    for msg in committed_records(ref, [(t, 0, 0) for t in topics], "reading the mirror state", timeout,
+                                 group="cutover-state-reader"):
+        key = msg.key()
+        if key is not None:
+            latest[key] = msg.value()
+    yield from ((k, v) for k, v in latest.items() if v is not None)

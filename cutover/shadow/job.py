@@ -41,6 +41,8 @@ log = logging.getLogger("cutover.shadow")
 EARLIEST = -2
 #: How many records per partition a schema is inferred from when the plan declares none.
 INFER_SAMPLE = 1000
+#: A commit branch whose head is this old belongs to a run that died: dropped at start.
+STALE_BRANCH_MS = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,12 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> dict[str, Any]:
                 q.stop()
         for c in checkpoints:
             shutil.rmtree(c, ignore_errors=True)
+        for w in writers:
+            for name in (w.table, tables.dead_letter_name(w.table)):
+                try:
+                    tables.drop_branch(spark, plan, name, w.branch)
+                except Exception as exc:  # the catalog may be what failed; a later run drops it when stale
+                    log.info("could not drop branch %s of %s: %s", w.branch, name, exc)
     return {"cluster": opts.cluster, "cluster_id": cluster_id, "run_id": run_id, "mode": opts.mode,
             "seconds": round(time.monotonic() - started, 1),
             "tables": [_result(plan, w) for w in writers]}
@@ -123,10 +131,12 @@ def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, 
         payload = DECODERS[pair.format].payload(_declared(pair)) or _infer(spark, pair, ref, count, opts.timeout)
         tables.ensure(spark, plan, pair.new, payload, pair.partition_by, where)
     tables.ensure_dead_letter(spark, plan, pair.new)
+    for name in (pair.new, tables.dead_letter_name(pair.new)):
+        tables.drop_stale_branches(spark, plan, name, STALE_BRANCH_MS)
     held = tables.table_offsets(plan, pair.new)
     starting = _starting(plan, pair, held, cluster_id, count, ref, opts)
     writer = TableWriter(plan=plan, pair=pair, cluster_id=cluster_id, run_id=run_id,
-                         on_bad_record=opts.on_bad_record or pair.on_bad_record, predecessor=held.run_id,
+                         on_bad_record=opts.on_bad_record or pair.on_bad_record,
                          payload=payload_of(spark, plan, pair.new), commit_timeout=plan.spec.spark.commit_timeout)
     return writer, starting
 

@@ -11,14 +11,11 @@ difference and `lag_exact` is false.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Any
-
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from cutover.kafka import inspect
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef
-from cutover.kafka.offsets import log_offsets
+from cutover.kafka.offsets import committed_records, log_offsets
 from cutover.output import table
 from cutover.plan import ClusterSide, Plan
 from cutover.shadow import tables
@@ -36,27 +33,8 @@ def committed_between(ref: ClusterRef, topic: str, partition: int, start: int, e
     """How many committed records lie in [start, end) of one partition (aborted ones and markers do not count)."""
     if end <= start:
         return 0
-    assert start >= 0
-    consumer = Consumer(ref.config(**{"group.id": "cutover-inspect", "enable.auto.commit": False,
-                                      "isolation.level": "read_committed", "enable.partition.eof": True}))
-    try:
-        consumer.assign([TopicPartition(topic, partition, start)])
-        count, deadline = 0, time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    return count
-                raise ref.failure(KafkaException(err), f"reading {topic}/{partition}", consumer)
-            if (msg.offset() or 0) >= end:
-                return count
-            count += 1
-        raise ref.failure(None, f"counting the records of {topic}/{partition} from offset {start}", consumer)
-    finally:
-        consumer.close()
+    return sum(1 for m in committed_records(ref, [(topic, partition, start)], f"counting {topic}/{partition}",
+                                            timeout) if (m.offset() or 0) < end)
 
 
 def status(plan: Plan, which: str | None = None, cluster: ClusterSide = "new",

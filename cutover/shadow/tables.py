@@ -10,7 +10,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from cutover.errors import UnreachableError, UsageError
+from cutover.errors import CutoverError, UnreachableError, UsageError
 from cutover.lake import catalog as catalog_mod
 from cutover.plan import Plan
 from cutover.shadow import offsets
@@ -73,6 +73,7 @@ def ensure(spark: SparkSession, plan: Plan, table: str, payload: Payload, partit
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {qualified(plan, table)} ({ddl}) USING iceberg"
               + (f" PARTITIONED BY ({parts})" if parts else "") + " TBLPROPERTIES ('format-version'='2')")
+    _first_snapshot(spark, plan, table)
     log.warning("created table %s (%s)%s", table, ddl, f" partitioned by {parts}" if parts else "")
     return True
 
@@ -83,6 +84,75 @@ def ensure_dead_letter(spark: SparkSession, plan: Plan, table: str) -> None:
         ddl = ", ".join(f"`{n}` {t}" for n, t in DEAD_LETTER_COLUMNS)
         spark.sql(f"CREATE TABLE IF NOT EXISTS {qualified(plan, name)} ({ddl}) USING iceberg "
                   "TBLPROPERTIES ('format-version'='2')")
+        _first_snapshot(spark, plan, name)
+
+
+def _first_snapshot(spark: SparkSession, plan: Plan, table: str) -> None:
+    """An empty first snapshot: every later commit is a compare-and-set against a snapshot."""
+    name = qualified(plan, table)
+    spark.table(name).limit(0).writeTo(name).append()
+
+
+class Conflict(CutoverError):
+    """Another writer moved the table between reading its offsets and publishing: read again, retry."""
+
+    retryable = True
+
+
+def head(plan: Plan, table: str, branch: str = "main") -> int | None:
+    """The snapshot a branch points at (None if the branch does not exist)."""
+    tbl = _load(plan, table)
+    ref = tbl.metadata.refs.get(branch) if tbl is not None else None
+    return ref.snapshot_id if ref is not None else None
+
+
+def publish(spark: SparkSession, plan: Plan, table: str, df: Any, props: dict[str, str], base: int,
+            branch: str) -> None:
+    """Append `df` to `table` only if its main branch is still at `base` (compare-and-set).
+
+    The rows are committed to the run's own branch, set to `base` first; then main is
+    fast-forwarded to it, which Iceberg refuses unless main is still an ancestor. The
+    branch head's parent is checked to be `base`, so even a branch dropped and recreated
+    meanwhile cannot publish rows filtered against other offsets.
+    """
+    name = qualified(plan, table)
+    at = head(plan, table, branch)
+    if at is None:
+        spark.sql(f"ALTER TABLE {name} CREATE BRANCH `{branch}` AS OF VERSION {base}")
+    elif at != base:
+        spark.sql(f"ALTER TABLE {name} REPLACE BRANCH `{branch}` AS OF VERSION {base}")
+    df.writeTo(f"{name}.`branch_{branch}`").options(**{f"snapshot-property.{k}": v for k, v in props.items()}) \
+        .append()
+    tbl = _load(plan, table)
+    written = tbl.snapshot_by_id(head(plan, table, branch)) if tbl is not None else None
+    if written is None or written.parent_snapshot_id != base:
+        raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
+    cat = plan.spec.catalog
+    assert cat is not None
+    try:
+        spark.sql(f"CALL `{cat.name}`.system.fast_forward(table => '{table}', branch => 'main', to => '{branch}')")
+    except Exception as exc:
+        if "not an ancestor" in str(exc):
+            raise Conflict(f"table {table}: another writer committed since snapshot {base}") from None
+        raise
+
+
+def drop_branch(spark: SparkSession, plan: Plan, table: str, branch: str) -> None:
+    if head(plan, table, branch) is not None:
+        spark.sql(f"ALTER TABLE {qualified(plan, table)} DROP BRANCH IF EXISTS `{branch}`")
+
+
+def drop_stale_branches(spark: SparkSession, plan: Plan, table: str, idle_ms: int) -> None:
+    """Branches of shadow runs that died (cutover_*) whose head is older than `idle_ms`."""
+    tbl = _load(plan, table)
+    if tbl is None:
+        return
+    now = max((s.timestamp_ms for s in tbl.snapshots()), default=0)
+    for name, ref in tbl.metadata.refs.items():
+        snap = tbl.snapshot_by_id(ref.snapshot_id)
+        if name.startswith("cutover_") and snap is not None and now - snap.timestamp_ms > idle_ms:
+            spark.sql(f"ALTER TABLE {qualified(plan, table)} DROP BRANCH IF EXISTS `{name}`")
+            log.info("table %s: dropped branch %s of a shadow run that stopped", table, name)
 
 
 def add_columns(spark: SparkSession, plan: Plan, table: str, columns: list[tuple[str, str]]) -> None:

@@ -1,11 +1,13 @@
 """One table's micro-batch commit: exactly once, because the table is the checkpoint.
 
 Spark hands each micro-batch to `TableWriter.on_batch`. The writer reads the offsets
-stamped in the table (fresh from the catalog), drops the records already there, decodes
-the rest, and appends the good rows in one Iceberg commit whose snapshot summary carries
-the offsets (`cutover.shadow.offsets`). A replayed batch, a restart from a lost
-checkpoint, or a retry after a commit whose outcome was unknown all meet the same
-filter, so no record lands twice and none is skipped.
+stamped in the table's current snapshot (fresh from the catalog), drops the records
+already there, decodes the rest, and publishes the good rows in one Iceberg snapshot
+whose summary carries the offsets (`cutover.shadow.offsets`), as a compare-and-set on
+that snapshot (`tables.publish`). A replayed batch, a restart from a lost checkpoint, a
+retry after a commit whose outcome was unknown, and a second run writing the same table
+all meet the same filter or lose the compare-and-set and retry, so no record lands twice
+and none is skipped.
 
 Dead letters go to `<table>_dead_letter` first, under its own stamped offsets; then the
 main table commits, carrying the positions of the whole batch. A crash between the two
@@ -90,8 +92,6 @@ class TableWriter:
     cluster_id: str
     run_id: str
     on_bad_record: str
-    #: run id of the last writer before this run (a crashed predecessor), allowed until our first commit
-    predecessor: str | None
     payload: Payload
     commit_timeout: float
     counters: Counters = field(default_factory=Counters)
@@ -102,6 +102,11 @@ class TableWriter:
     @property
     def table(self) -> str:
         return self.pair.new
+
+    @property
+    def branch(self) -> str:
+        """The run's own branch, the staging side of each compare-and-set commit."""
+        return "cutover_" + self.run_id.rsplit("-", 1)[-1]
 
     def on_batch(self, df: DataFrame, batch_id: int) -> None:
         """Spark's foreachBatch callback. Failures are kept for the main thread, then re-raised."""
@@ -128,8 +133,8 @@ class TableWriter:
 
     def _commit(self, df: DataFrame) -> BatchStats | None:
         """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
-        main = tables.table_offsets(self.plan, self.table)
-        self._guard(main)
+        snaps, base, _tbl = tables.snapshots(self.plan, self.table)
+        main = offsets.latest(snaps, base, self.table)
         done = main.for_cluster(self.cluster_id)
         marked = self._mark(df.where(_at_or_after(done))).persist()
         try:
@@ -146,20 +151,14 @@ class TableWriter:
                 self._dead_letter(marked, stats.spans, stats.bad)
             props = offsets.stamp(self.cluster_id, self.pair.topic, stats.added, offsets.advance(done, stats.spans),
                                   self.run_id, main.dead_letter_rows + stats.bad)
-            _append(table_rows(marked, self.payload), tables.qualified(self.plan, self.table), props)
+            assert base is not None  # tables are created with a first (empty) snapshot
+            tables.publish(df.sparkSession, self.plan, self.table, table_rows(marked, self.payload), props, base,
+                           self.branch)
         finally:
             marked.unpersist()
-        self.predecessor = None
         self.counters.rows += stats.rows
         self.counters.dead_letters += stats.bad
         return stats
-
-    def _guard(self, main: offsets.TableOffsets) -> None:
-        """One writer per table: stop if a run other than ours (or a crashed predecessor) committed."""
-        if main.run_id not in (None, self.run_id, self.predecessor):
-            raise Refused(f"table {self.table} was committed by another shadow run ({main.run_id}, snapshot "
-                          f"{main.snapshot_id}) while this run ({self.run_id}) was writing it; stopping so no "
-                          "record lands twice", fix="run one `cutover shadow` per table")
 
     def _mark(self, records: DataFrame) -> DataFrame:
         return DECODERS[self.pair.format].mark(records, self.payload)
@@ -202,7 +201,8 @@ class TableWriter:
                             f"nothing of the batch was written to {self.table})",
                             fix="fix the producer or the table's schema, or run with --on-bad-record dead-letter")
         name = tables.dead_letter_name(self.table)
-        held = tables.table_offsets(self.plan, name)
+        snaps, base, _tbl = tables.snapshots(self.plan, name)
+        held = offsets.latest(snaps, base, name)
         done = held.for_cluster(self.cluster_id)
         rows = dead_letters(marked).where(_at_or_after(done, "kafka_partition", "kafka_offset"))
         added = {r[0]: (r[1], r[2]) for r in rows.groupBy("kafka_partition").agg(
@@ -211,7 +211,8 @@ class TableWriter:
             return  # an earlier attempt already wrote these dead letters
         props = offsets.stamp(self.cluster_id, self.pair.topic, added, offsets.advance(done, spans), self.run_id,
                               held.dead_letter_rows + bad)
-        _append(rows, tables.qualified(self.plan, name), props)
+        assert base is not None
+        tables.publish(marked.sparkSession, self.plan, name, rows, props, base, self.branch)
         log.warning("%s: %d record(s) went to %s", self.table, bad, name)
 
     def _retrying(self, attempt: Callable[[], T], doing: str) -> T:
@@ -250,10 +251,6 @@ def _at_or_after(done: Mapping[int, int], partition: str = "partition", offset: 
     for p, o in done.items():
         cond = F.when(F.col(partition) == p, F.col(offset) >= o).otherwise(cond)
     return cond
-
-
-def _append(df: DataFrame, table: str, props: dict[str, str]) -> None:
-    df.writeTo(table).options(**{f"snapshot-property.{k}": v for k, v in props.items()}).append()
 
 
 def _first_line(exc: BaseException) -> str:

@@ -115,3 +115,35 @@ def test_catalog_outage_during_commits_is_retried_and_loses_or_doubles_nothing(
     retries = [line for line in text.splitlines() if "retrying" in line]
     assert retries and all("committing to table" in r and "could not load" not in r for r in retries), retries
     assert [as_rec(r) for r in rows(plan, f"{ns}.t")] == read_all(new, topic, 3)
+
+
+def test_two_runs_on_one_table_never_double_a_record(sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
+    """An operator's mistake: two `shadow --follow` on the same table. Each commit is a
+    compare-and-set on the snapshot its offsets came from, so the loser re-filters."""
+    topic = f"{ns}.twice"
+    plan = shadow_plan(sandbox.plan_file, ns, tmp_path, [{"topic": topic, "old": f"{ns}.o", "new": f"{ns}.t",
+                                                          "format": "raw"}], max_records_per_batch=100)
+    new = plan.cluster("new")
+    create_topic(new, topic, 3)
+    shadow(plan)  # creates the table, so both runs start on an existing one
+    feed = Feed(new, topic, f"{ns}-feed", seed=5)
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    procs = [start_shadow(plan, log, "--follow") for log in logs]
+    try:
+        # Both read the same snapshot and race to publish: the loser's compare-and-set fails.
+        wait_for(lambda: any("another writer committed" in log.read_text() for log in logs), 120,
+                 "a lost compare-and-set")
+        threading.Event().wait(3)
+    finally:
+        feed.finish()
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            proc.communicate(timeout=60)
+    assert [p.returncode for p in procs] == [0, 0], [log.read_text()[-1500:] for log in logs]
+    shadow(plan)
+    expected = read_all(new, topic, 3)
+    assert len(expected) > 100
+    assert [as_rec(r) for r in rows(plan, f"{ns}.t")] == expected
+    runs = {s.summary["cutover.run-id"] for s in stamped(plan, f"{ns}.t")}
+    assert len(runs) >= 2
