@@ -10,6 +10,7 @@ until asked to stop, then lets the batch in flight finish.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import tempfile
@@ -30,6 +31,7 @@ from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
 from cutover.shadow import tables
 from cutover.shadow.decode import DECODERS, Payload
+from cutover.shadow.offsets import TableOffsets
 from cutover.shadow.source import reader_options
 from cutover.shadow.writer import TableWriter, payload_of
 
@@ -159,7 +161,7 @@ def _infer(spark: SparkSession, pair: TablePair, ref: ClusterRef, count: int, ti
                       "has no records to infer one from", fix=f"declare tables[].schema for {pair.topic}")
     options = reader_options(ref.name, ref.properties, pair.topic, {p: EARLIEST for p in range(count)}, 1)
     options.pop("maxOffsetsPerTrigger")
-    options["endingOffsets"] = __import__("json").dumps({pair.topic: {str(p): o for p, o in ending.items()}})
+    options["endingOffsets"] = json.dumps({pair.topic: {str(p): o for p, o in ending.items()}})
     values = spark.read.format("kafka").options(**options).load().where(F.col("value").isNotNull())
     inferred = spark.read.json(values.select(F.col("value").cast("string")).rdd.map(lambda r: r[0])).schema
     fields = [f for f in inferred.fields if f.name != "_corrupt_record"]
@@ -171,7 +173,7 @@ def _infer(spark: SparkSession, pair: TablePair, ref: ClusterRef, count: int, ti
     return payload
 
 
-def _starting(plan: Plan, pair: TablePair, held: Any, cluster_id: str, count: int, ref: ClusterRef,
+def _starting(plan: Plan, pair: TablePair, held: TableOffsets, cluster_id: str, count: int, ref: ClusterRef,
               opts: Options) -> dict[int, int]:
     """Where each partition starts; refusals when the table's offsets do not belong to this cluster."""
     explicit = (opts.start_offsets or {}).get(pair.topic, {})
