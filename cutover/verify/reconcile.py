@@ -233,7 +233,15 @@ def _rows(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, colum
 
 
 def _value(v: Any) -> Any:
-    return None if v == NULL else v
+    """A sample value as a person reads it: bytes as text when they are UTF-8, else hex."""
+    if v == NULL:
+        return None
+    if isinstance(v, bytes | bytearray):
+        try:
+            return bytes(v).decode("utf-8")
+        except UnicodeDecodeError:
+            return "0x" + bytes(v).hex()
+    return v
 
 
 def _sample(r: Any, kind: str, columns: list[str], canon: list[str]) -> dict[str, Any]:

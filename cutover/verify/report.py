@@ -11,7 +11,7 @@ from cutover.output import table
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
-h1 .ok,h2 .ok{color:#1a7f37}h1 .bad,h2 .bad{color:#cf222e}
+.ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
 .bar{display:flex;width:320px;height:12px;background:#eee}.bar span{display:block;height:12px}
 .m{background:#2da44e}.x{background:#cf222e}.e{background:#bf8700}.d{background:#8250df}.l{background:#8c959f}
@@ -57,6 +57,10 @@ def render_html(result: dict[str, Any]) -> str:
                    f"{t['lag']['old_ahead']:,}, new {t['lag']['new_ahead']:,}. {t['cost']['seconds']} s.</p>")
         out.append(_rows(["gate", "limit", "found", ""], [[g, v["limit"], v["found"], _verdict(v["passed"])]
                                                          for g, v in t["gates"].items()]))
+        out.append('<p>' + " ".join(f'<span class="bar" style="display:inline-flex;width:12px"><span class="{c}" '
+                                    f'style="width:12px"></span></span> {t}' for c, t in (
+                                        ("m", "matched"), ("x", "missing"), ("e", "extra"), ("d", "mismatched"),
+                                        ("l", "lag"))) + "</p>")
         out.append(_rows(["partition", "", "old", "new", "matched", "missing", "extra", "mismatched", "dup old",
                           "dup new", "offsets", "window end", "lag old/new"],
                          [[p["partition"], _bar(p), p["old_rows"], p["new_rows"], p["matched"], p["missing"],
