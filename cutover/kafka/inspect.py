@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaException
 
@@ -19,13 +20,23 @@ class ClusterView:
     groups: list[str]
 
 
-def view(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> ClusterView:
-    """Ask the cluster what it holds. Raises UnreachableError/AccessDenied within `timeout`."""
+def _metadata(ref: ClusterRef, timeout: float) -> Any:
     client = admin(ref)
     try:
-        meta = client.list_topics(timeout=timeout)
+        return client.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise ref.failure(exc, "listing topics", client) from None
+
+
+def partition_counts(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
+    """topic -> partition count; internal topics (leading "__") left out."""
+    return {name: len(t.partitions) for name, t in _metadata(ref, timeout).topics.items()
+            if not name.startswith("__")}
+
+
+def view(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> ClusterView:
+    """Ask the cluster what it holds. Raises UnreachableError/AccessDenied within `timeout`."""
+    meta = _metadata(ref, timeout)
     topics = {name: len(t.partitions) for name, t in meta.topics.items() if not name.startswith("__")}
     groups = list_groups(ref, timeout)
     return ClusterView(cluster_id=meta.cluster_id or "", brokers=len(meta.brokers), topics=topics, groups=groups)

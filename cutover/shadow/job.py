@@ -226,9 +226,8 @@ def _check_retention(pair: TablePair, ref: ClusterRef, starting: dict[int, int],
 
 
 def _checkpoint(plan: Plan, table: str, run_id: str) -> Path:
-    base = plan.spec.spark.checkpoint_dir
-    root = (plan.base_dir / base if base and not Path(base).is_absolute() else Path(base)) if base else Path(
-        tempfile.gettempdir()) / "cutover-checkpoints"
+    configured = plan.spec.spark.checkpoint_dir
+    root = plan.base_dir / configured if configured else Path(tempfile.gettempdir()) / "cutover-checkpoints"
     return root / plan.name / table / run_id
 
 

@@ -18,7 +18,7 @@ from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef
 from cutover.kafka.offsets import committed_records, log_offsets
 from cutover.output import table
 from cutover.plan import ClusterSide, Plan
-from cutover.shadow import tables
+from cutover.shadow import offsets, tables
 from cutover.shadow.job import select_pairs
 
 EXACT_UP_TO = 20_000
@@ -41,12 +41,15 @@ def status(plan: Plan, which: str | None = None, cluster: ClusterSide = "new",
            timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     ref = ClusterRef(cluster, plan.cluster(cluster))
     cid = inspect.cluster_id(ref, timeout)
+    pairs = select_pairs(plan, which)
+    counts = inspect.partition_counts(ref, timeout)
     out = []
-    for pair in select_pairs(plan, which):
-        held = tables.table_offsets(plan, pair.new)
+    for pair in pairs:
+        snaps, current, tbl = tables.snapshots(plan, pair.new)
+        held = offsets.latest(snaps, current, pair.new)
         dead = tables.table_offsets(plan, tables.dead_letter_name(pair.new))
         own = held.for_cluster(cid)
-        count = inspect.view(ref, timeout).topics.get(pair.topic, 0)
+        count = counts.get(pair.topic, 0)
         tps = [(pair.topic, p) for p in range(count)]
         ends = log_offsets(ref, tps, "end", timeout)
         starts = log_offsets(ref, tps, "start", timeout)
@@ -61,7 +64,7 @@ def status(plan: Plan, which: str | None = None, cluster: ClusterSide = "new",
                           "last_offset": position - 1 if position else None,
                           "end_offset": ends[tp], "lag": lag, "lag_exact": exact})
         out.append({
-            "table": pair.new, "topic": pair.topic, "exists": tables.exists(plan, pair.new),
+            "table": pair.new, "topic": pair.topic, "exists": tbl is not None,
             "cluster_id": held.cluster_id, "other_cluster": bool(held.stamped and held.cluster_id != cid),
             "last_commit": _iso(held.committed_at_ms), "snapshot_id": held.snapshot_id, "run_id": held.run_id,
             "lag": sum(p["lag"] for p in parts), "dead_letters": held.dead_letter_rows,

@@ -101,30 +101,35 @@ class Conflict(CutoverError):
 
 def head(plan: Plan, table: str, branch: str = "main") -> int | None:
     """The snapshot a branch points at (None if the branch does not exist)."""
-    tbl = _load(plan, table)
+    return _ref(_load(plan, table), branch)
+
+
+def _ref(tbl: Any, branch: str) -> int | None:
     ref = tbl.metadata.refs.get(branch) if tbl is not None else None
     return ref.snapshot_id if ref is not None else None
 
 
-def publish(spark: SparkSession, plan: Plan, table: str, df: Any, props: dict[str, str], base: int,
+def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, props: dict[str, str], base: int,
             branch: str) -> None:
-    """Append `df` to `table` only if its main branch is still at `base` (compare-and-set).
+    """Append `df` to the table only if its main branch is still at `base` (compare-and-set).
 
+    `tbl` is the pyiceberg table as read with the offsets the rows were filtered against.
     The rows are committed to the run's own branch, set to `base` first; then main is
     fast-forwarded to it, which Iceberg refuses unless main is still an ancestor. The
     branch head's parent is checked to be `base`, so even a branch dropped and recreated
     meanwhile cannot publish rows filtered against other offsets.
     """
     name = qualified(plan, table)
-    at = head(plan, table, branch)
+    at = _ref(tbl, branch)
     if at is None:
         spark.sql(f"ALTER TABLE {name} CREATE BRANCH `{branch}` AS OF VERSION {base}")
     elif at != base:
         spark.sql(f"ALTER TABLE {name} REPLACE BRANCH `{branch}` AS OF VERSION {base}")
     df.writeTo(f"{name}.`branch_{branch}`").options(**{f"snapshot-property.{k}": v for k, v in props.items()}) \
         .append()
-    tbl = _load(plan, table)
-    written = tbl.snapshot_by_id(head(plan, table, branch)) if tbl is not None else None
+    after = _load(plan, table)
+    written_id = _ref(after, branch)
+    written = after.snapshot_by_id(written_id) if written_id is not None else None
     if written is None or written.parent_snapshot_id != base:
         raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
     cat = plan.spec.catalog

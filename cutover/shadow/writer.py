@@ -133,7 +133,7 @@ class TableWriter:
 
     def _commit(self, df: DataFrame) -> BatchStats | None:
         """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
-        snaps, base, _tbl = tables.snapshots(self.plan, self.table)
+        snaps, base, tbl = tables.snapshots(self.plan, self.table)
         main = offsets.latest(snaps, base, self.table)
         done = main.for_cluster(self.cluster_id)
         marked = self._mark(df.where(_at_or_after(done))).persist()
@@ -152,7 +152,7 @@ class TableWriter:
             props = offsets.stamp(self.cluster_id, self.pair.topic, stats.added, offsets.advance(done, stats.spans),
                                   self.run_id, main.dead_letter_rows + stats.bad)
             assert base is not None  # tables are created with a first (empty) snapshot
-            tables.publish(df.sparkSession, self.plan, self.table, table_rows(marked, self.payload), props, base,
+            tables.publish(df.sparkSession, self.plan, self.table, tbl, table_rows(marked, self.payload), props, base,
                            self.branch)
         finally:
             marked.unpersist()
@@ -186,7 +186,7 @@ class TableWriter:
         inferred = {f.name: f.dataType.simpleString() for f in spark.read.json(sample.rdd.map(lambda r: r[0])).schema}
         new = [(n, inferred.get(n, "string")) for n in names]
         tables.add_columns(spark, self.plan, self.table, new)
-        self.payload = Payload.of_struct(spark.table(tables.qualified(self.plan, self.table)).schema)
+        self.payload = payload_of(spark, self.plan, self.table)
         self.counters.added_columns += [n for n, _ in new]
         return DECODERS[self.pair.format].mark(records, self.payload)
 
@@ -201,7 +201,7 @@ class TableWriter:
                             f"nothing of the batch was written to {self.table})",
                             fix="fix the producer or the table's schema, or run with --on-bad-record dead-letter")
         name = tables.dead_letter_name(self.table)
-        snaps, base, _tbl = tables.snapshots(self.plan, name)
+        snaps, base, tbl = tables.snapshots(self.plan, name)
         held = offsets.latest(snaps, base, name)
         done = held.for_cluster(self.cluster_id)
         rows = dead_letters(marked).where(_at_or_after(done, "kafka_partition", "kafka_offset"))
@@ -212,7 +212,7 @@ class TableWriter:
         props = offsets.stamp(self.cluster_id, self.pair.topic, added, offsets.advance(done, spans), self.run_id,
                               held.dead_letter_rows + bad)
         assert base is not None
-        tables.publish(marked.sparkSession, self.plan, name, rows, props, base, self.branch)
+        tables.publish(marked.sparkSession, self.plan, name, tbl, rows, props, base, self.branch)
         log.warning("%s: %d record(s) went to %s", self.table, bad, name)
 
     def _retrying(self, attempt: Callable[[], T], doing: str) -> T:
@@ -220,24 +220,23 @@ class TableWriter:
         deadline = time.monotonic() + self.commit_timeout
         delay = 0.5
         while True:
+            failure: CutoverError
             try:
                 return attempt()
             except CutoverError as exc:
-                if not exc.retryable or time.monotonic() + delay > deadline:
+                if not exc.retryable:
                     raise
-                log.warning("%s failed (%s); retrying for up to %.0fs", doing, exc.message,
-                            deadline - time.monotonic())
-                self._sleep(delay)
-                delay = min(delay * 2, 5.0)
+                failure, cause = exc, exc.message
             except Exception as exc:
                 cause = _first_line(exc)
-                if time.monotonic() + delay > deadline:
-                    raise UnreachableError(f"{doing} failed for {self.commit_timeout:.0f}s: {cause}",
+                failure = UnreachableError(f"{doing} failed for {self.commit_timeout:.0f}s: {cause}",
                                            fix="check the catalog and the warehouse storage, then run the same "
-                                               "command again: it resumes from the table's offsets") from None
-                log.warning("%s failed (%s); retrying for up to %.0fs", doing, cause, deadline - time.monotonic())
-                self._sleep(delay)
-                delay = min(delay * 2, 5.0)
+                                               "command again: it resumes from the table's offsets")
+            if time.monotonic() + delay > deadline:
+                raise failure from None
+            log.warning("%s failed (%s); retrying for up to %.0fs", doing, cause, deadline - time.monotonic())
+            self._sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     def _sleep(self, seconds: float) -> None:
         threading.Event().wait(seconds)

@@ -54,6 +54,14 @@ class Outcome:
     cost: dict[str, Any] = field(default_factory=dict)
     window: dict[int, int] | None = None
 
+    def lag(self, side: int, partition: int, rows: int) -> None:
+        """Rows beyond the window: side 0 is the old table, 1 the new."""
+        pc = self.partitions[partition]
+        if side:
+            pc.new_ahead += rows
+        else:
+            pc.old_ahead += rows
+
 
 B0, B1 = 65536, 1024  # offsets per coarse and fine bucket (offsets mode)
 Aggs = dict[tuple[int, int], tuple[Any, ...]]
@@ -128,11 +136,7 @@ def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple
             if (b + 1) * B0 <= end:
                 kept[side][(p, b)] = agg
             elif b * B0 >= end or agg[4] >= end:
-                pc = out.partitions[p]
-                if side:
-                    pc.new_ahead += agg[0]
-                else:
-                    pc.old_ahead += agg[0]
+                out.lag(side, p, agg[0])
             elif agg[5] < end:
                 kept[side][(p, b)] = agg
             else:
@@ -145,10 +149,8 @@ def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple
             for (p, b, within), agg in aggs.items():  # type: ignore[misc]
                 if within:
                     kept[side][(p, b)] = agg
-                elif side:
-                    out.partitions[p].new_ahead += agg[0]
                 else:
-                    out.partitions[p].old_ahead += agg[0]
+                    out.lag(side, p, agg[0])
     return kept
 
 

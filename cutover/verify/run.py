@@ -87,10 +87,9 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
     mode: Mode = "offsets" if oc else "key" if pair.key else "content"
     ignore_old = {c.lower() for c in ([oc.partition, oc.offset] + ([oc.topic] if oc.topic else []) if oc else [])}
     old_cols, new_cols = _columns(old_df), _columns(new_df)
-    schema = schema_diff(old_cols, new_cols, ignore_old | _META, _META | {c.name.lower() for c in new_cols
-                                                                           if c.name.startswith("kafka_")
-                                                                           and c.name.lower() not in
-                                                                           {o.name.lower() for o in old_cols}})
+    old_names = {c.name.lower() for c in old_cols}
+    kafka_only_new = {c.name.lower() for c in new_cols if c.name.startswith("kafka_")} - old_names
+    schema = schema_diff(old_cols, new_cols, ignore_old | _META, _META | kafka_only_new)
     new_types = {c.name.lower(): c for c in new_cols}
     compared = [c for c in old_cols if c.name.lower() in new_types and c.name.lower() not in ignore_old | _META]
     if mode == "key":
