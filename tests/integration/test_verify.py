@@ -179,3 +179,22 @@ def test_verify_errors_name_the_table(sandbox: Sandbox, tmp_path: Path, ns: str)
         {"topic": f"{ns}.t", "old": f"{ns}.nope", "new": f"{ns}.nada"}])
     run = cutover("verify", "--plan", str(main.file))
     assert run.code == 2 and f"table {ns}.nope does not exist" in run.err and "Traceback" not in run.err
+
+
+def test_reconcile_by_content_when_there_is_neither_offset_columns_nor_a_key(
+        sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
+    topic = f"{ns}.orders"
+    main = shadow_plan(sandbox.plan_file, ns, tmp_path, [
+        {"topic": topic, "old": f"{ns}.legacy", "new": f"{ns}.orders", "schema": SCHEMA}])
+    create_topic(plan.cluster("new"), topic, 2)
+    produce_txn(plan.cluster("new"), topic, f"{ns}-tx", [(_records(0, 12), True)])
+    shadow(main)
+    new, legacy = tables.qualified(main, f"{ns}.orders"), tables.qualified(main, f"{ns}.legacy")
+    spark.sql(f"CREATE TABLE {legacy} USING iceberg AS SELECT id, name, amount, score FROM {new}")
+    t = verify_run.verify(main, verify_run.Options())["tables"][0]
+    assert t["mode"] == "content" and t["passed"] and t["counts"]["matched"] == 12
+    spark.sql(f"UPDATE {new} SET name = 'changed' WHERE id = 5")
+    t = verify_run.verify(main, verify_run.Options())["tables"][0]
+    assert not t["passed"] and (t["counts"]["missing"], t["counts"]["extra"]) == (1, 1)
+    assert [s["values"]["name"] for s in t["samples"]["missing"]] == ["n5"]
+    assert [s["values"]["name"] for s in t["samples"]["extra"]] == ["changed"]
