@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -26,10 +27,13 @@ _reverse = click.option("--reverse", is_flag=True,
               help="Adopt target topics that already hold records or have fewer partitions.")
 @click.option("--allow-rewind", is_flag=True, help="Let group sync move a target group backwards.")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
+@click.option("--ready-file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Create FILE once the mirror owns its partitions and is copying (for supervisors).")
 @output_option
 @click.pass_context
 def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, shard: str, reverse: bool,
-                 allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, fmt: Format) -> int:
+                 allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, ready_file: str | None,
+                 fmt: Format) -> int:
     """Copy the plan's topics and consumer-group offsets, exactly once, from the old cluster to the new.
 
     Runs until SIGINT/SIGTERM (finishing the transaction in flight) or, with
@@ -46,7 +50,8 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
 
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
-                          allow_rewind=allow_rewind, metrics_port=metrics_port)
+                          allow_rewind=allow_rewind, metrics_port=metrics_port,
+                          on_ready=(lambda: Path(ready_file).touch()) if ready_file else None)
     plan = load_plan(plan_file)
     with stop_on_signals("the transaction in flight") as stop:
         summary = runner.run(plan, opts, stop)

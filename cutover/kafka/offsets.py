@@ -96,14 +96,16 @@ def committed_records(ref: ClusterRef, start: Iterable[tuple[str, int, int]], do
 
 def log_offsets(ref: ClusterRef, tps: Iterable[TP], which: str = "end",
                 timeout: float = DEFAULT_TIMEOUT, client: AdminClient | None = None) -> dict[TP, int]:
-    """Per partition: "start" (log start) or "end" (last stable offset: committed records only)."""
+    """Per partition: "start" (log start), "end" (last stable offset: committed records only) or
+    "high" (high watermark: also records of open transactions, to see any write at all)."""
     tps = list(tps)
     if not tps:
         return {}
     admin_client = client or admin(ref)
     spec = OffsetSpec.earliest() if which == "start" else OffsetSpec.latest()
+    isolation = IsolationLevel.READ_UNCOMMITTED if which == "high" else IsolationLevel.READ_COMMITTED
     done = retrying(ref, admin_client, lambda: admin_client.list_offsets(
-        {TopicPartition(t, p): spec for t, p in tps}, isolation_level=IsolationLevel.READ_COMMITTED,
+        {TopicPartition(t, p): spec for t, p in tps}, isolation_level=isolation,
         request_timeout=timeout), f"listing the {which} offsets", timeout)
     return {(tp.topic, tp.partition): info.offset for tp, info in done.items()}
 

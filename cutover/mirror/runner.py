@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cutover.errors import Refused
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
 from cutover.mirror import groups, topics
@@ -41,6 +43,8 @@ class Options:
     batch_records: int = 50_000
     batch_bytes: int = 64 * 1024 * 1024
     batch_seconds: float = 0.5
+    #: Called once the process owns its partitions and knows where each resumes.
+    on_ready: Callable[[], None] | None = None
 
 
 @dataclass
@@ -63,6 +67,8 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
     r = Run(plan, opts, stop)
     rt, sel = r.rt, plan.spec.topics
     r.source_cluster = cluster_id(rt.source, opts.timeout)
+    if opts.direction == "forward":
+        _refuse_after_rollback(plan, opts.timeout)
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
     limit = topics.batch_limit(rt, r.topics, opts.timeout)
     copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, opts.timeout)
@@ -75,9 +81,25 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
             r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
         _prepare_topics(r, state)
         copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)))
+        if opts.on_ready:
+            opts.on_ready()
         return _loop(r, copier, metrics)
     finally:
         copier.close()
+
+
+def _refuse_after_rollback(plan: Any, timeout: float) -> None:
+    """Once the reverse mirror has carried records back, mirroring forward again would copy them twice."""
+    back = st.route(plan, "reverse")
+    carried = {tp: pm for tp, pm in st.load(back, cluster_id(back.source, timeout), with_map=False,
+                                             timeout=timeout).partitions.items()
+               if pm.next_src > pm.start_src and plan.spec.topics.matches(tp[0])}
+    if carried:
+        tp = min(carried)
+        raise Refused(f"the reverse mirror (new to old) has carried records back ({len(carried)} partitions, e.g. "
+                      f"{tp[0]}/{tp[1]} offsets {carried[tp].start_src}..{carried[tp].next_src - 1} on the new "
+                      "cluster); mirroring old to new again would copy them back a second time",
+                      fix="after a rollback, start a fresh migration: new target topics and a new mirror.state_prefix")
 
 
 def _prepare_topics(r: Run, state: st.MirrorState) -> None:

@@ -75,6 +75,8 @@ class MirrorState:
     source_cluster: str
     partitions: dict[TP, PartitionMap] = field(default_factory=dict)
     groups: dict[str, GroupSync] = field(default_factory=dict)
+    #: Every shard layout ("i/N") that has committed progress: the transactional ids in use.
+    shards: set[str] = field(default_factory=set)
 
 
 def _key(*parts: Any) -> bytes:
@@ -142,6 +144,7 @@ def load(rt: Route, source_cluster: str, with_map: bool = True, timeout: float =
         if kind == "progress":
             pm.start_src, pm.next_src, pm.next_tgt = body["start_src"], body["next_src"], body["next_tgt"]
             pm.gaps = [Gap(s, e) for s, e in body["gaps"]]
+            state.shards.add(body.get("shard", "0/1"))
         elif kind == "segments":
             pm.add(Segment(*s) for s in body["segments"])
     return state

@@ -10,6 +10,7 @@ until asked to stop, then lets the batch in flight finish.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -57,6 +58,8 @@ class Options:
     #: topic -> partition -> offset; wins over `start` for the partitions it names
     start_offsets: dict[str, dict[int, int]] | None = None
     on_bad_record: Literal["dead-letter", "fail"] | None = None
+    #: Write each pair's old (canonical) table instead of its new one: the table promote hands over.
+    canonical: bool = False
     timeout: float = DEFAULT_TIMEOUT
 
 
@@ -74,8 +77,20 @@ def select_pairs(plan: Plan, which: str | None) -> list[TablePair]:
     return chosen
 
 
+def targets(plan: Plan, which: str | None, canonical: bool) -> list[TablePair]:
+    """The pairs to write, each with `new` naming the table written (the old one when canonical)."""
+    pairs = select_pairs(plan, which)
+    if not canonical:
+        return pairs
+    missing = [p.old for p in pairs if not tables.exists(plan, p.old)]
+    if missing:
+        raise UsageError(f"--canonical: table(s) {', '.join(missing)} do not exist; the canonical table is the "
+                         "old pipeline's, and cutover does not create it", fix="check tables[].old in the plan")
+    return [dataclasses.replace(p, new=p.old) for p in pairs]
+
+
 def run(plan: Plan, opts: Options, stop: threading.Event) -> dict[str, Any]:
-    pairs = select_pairs(plan, opts.table)
+    pairs = targets(plan, opts.table, opts.canonical)
     ref = ClusterRef(opts.cluster, plan.cluster(opts.cluster))
     cluster_id = inspect.cluster_id(ref, opts.timeout)
     partitions = _partitions(ref, [p.topic for p in pairs], opts.timeout)
@@ -128,7 +143,7 @@ def _partitions(ref: ClusterRef, topics: list[str], timeout: float) -> dict[str,
 
 def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, cluster_id: str, count: int,
              run_id: str, opts: Options) -> tuple[TableWriter, dict[int, int]]:
-    where = f"{plan.file}: tables[{plan.spec.tables.index(pair)}]"
+    where = f"{plan.file}: tables[topic={pair.topic}]"
     if not tables.exists(plan, pair.new):
         payload = DECODERS[pair.format].payload(_declared(pair)) or _infer(spark, pair, ref, count, opts.timeout)
         tables.ensure(spark, plan, pair.new, payload, pair.partition_by, where)

@@ -142,6 +142,19 @@ def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, prop
         raise
 
 
+def stamp_only(spark: SparkSession, plan: Plan, table: str, props: dict[str, str], branch: str) -> int:
+    """Commit a snapshot that adds no rows and carries `props` (a hand-over point). Returns its id."""
+    _snaps, base, tbl = snapshots(plan, table)
+    assert base is not None
+    try:
+        publish(spark, plan, table, tbl, spark.table(qualified(plan, table)).limit(0), props, base, branch)
+    finally:
+        drop_branch(spark, plan, table, branch)
+    after = head(plan, table)
+    assert after is not None
+    return after
+
+
 def drop_branch(spark: SparkSession, plan: Plan, table: str, branch: str) -> None:
     if head(plan, table, branch) is not None:
         spark.sql(f"ALTER TABLE {qualified(plan, table)} DROP BRANCH IF EXISTS `{branch}`")
