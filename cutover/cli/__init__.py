@@ -46,7 +46,7 @@ def cli(ctx: click.Context, debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import local, mirror, plan, shadow, verify
+    from cutover.cli import local, mirror, plan, shadow, switch, verify
 
     cli.add_command(plan.plan_group)
     cli.add_command(local.local_group)
@@ -54,6 +54,9 @@ def _register() -> None:
     cli.add_command(mirror.offsets_group)
     cli.add_command(shadow.shadow_group)
     cli.add_command(verify.verify_cmd)
+    cli.add_command(switch.promote_cmd)
+    cli.add_command(switch.rollback_cmd)
+    cli.add_command(switch.status_cmd)
 
 
 _register()

@@ -86,6 +86,20 @@ class TablePair:
     checks: list[str] = field(default_factory=list)
     on_bad_record: Literal["dead-letter", "fail"] = "dead-letter"
     schema_drift: Literal["evolve", "fail", "dead-letter"] = "evolve"
+    #: Where promote reads the old writer's last committed source offsets at the hand-over:
+    #: "columns" (max offset per partition in old_offset_columns) or "group" (writer_group on old).
+    writer_offsets: Literal["columns", "group"] = "columns"
+    #: The old writer's consumer group, for writer_offsets: group.
+    writer_group: str | None = None
+
+    def handover_problem(self) -> str | None:
+        """Why promote could not find where the old writer stands (None when it can)."""
+        if self.writer_offsets == "columns" and self.old_offset_columns is None:
+            return (f"table {self.old}: writer_offsets is columns but old_offset_columns is not set; set it, or "
+                    "use writer_offsets: group with writer_group")
+        if self.writer_offsets == "group" and not self.writer_group:
+            return f"table {self.old}: writer_offsets is group but writer_group is not set"
+        return None
 
 
 @dataclass(frozen=True)
@@ -123,7 +137,8 @@ class Mirror:
 
 @dataclass(frozen=True)
 class Gates:
-    max_mirror_lag: int = 0
+    #: Records per partition the forward mirror may be behind when promote starts (the drain copies the rest).
+    max_mirror_lag: int = 1000
     verify_max_age: Duration = Duration(3600)
     max_missing_rows: int = 0
     max_extra_rows: int = 0
@@ -133,9 +148,27 @@ class Gates:
 
 
 HOOK_EVENTS = (
-    "freeze_producers", "stop_consumers", "switch_clients", "stop_old_writer", "resume",
-    "before_step", "after_step", "on_success", "on_failure",
+    "freeze_producers", "stop_consumers", "switch_clients", "stop_old_writer", "start_old_writer",
+    "stop_new_writer", "start_new_writer", "resume", "before_step", "after_step", "on_success", "on_failure",
 )
+
+
+@dataclass(frozen=True)
+class Switch:
+    """How promote and rollback run."""
+
+    #: The journal and lock (relative to the plan). Put it on storage that outlives the operator's machine.
+    journal_dir: str = ".cutover"
+    #: While this file exists (relative to the plan), promote holds before freezing producers.
+    postpone_file: str | None = None
+    #: Start the reverse mirror (new to old) at promote, so rollback loses nothing.
+    reverse_mirror: bool = True
+    #: After the freeze: how long to wait for the quiet period before giving up.
+    quiet_timeout: Duration = Duration(300)
+    #: How long to wait for consumer groups to become empty after stop_consumers.
+    groups_timeout: Duration = Duration(300)
+    #: How long a hook may run.
+    hook_timeout: Duration = Duration(600)
 
 
 def _hook_events(hooks: dict[str, str]) -> str | None:
@@ -176,6 +209,7 @@ class PlanSpec:
     gates: Gates = field(default_factory=Gates)
     hooks: dict[str, str] = field(default_factory=dict, metadata={"check": _hook_events})
     routing: Routing | None = None
+    switch: Switch = field(default_factory=Switch)
 
 
 ClusterSide = Literal["old", "new"]

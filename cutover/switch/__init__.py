@@ -1,0 +1,1 @@
+"""Promote and rollback: steps as data, preconditions, hooks, journal, routing."""

@@ -1,0 +1,176 @@
+"""Preconditions: named checks that refuse (exit 3) with "expected X, found Y" reasons.
+
+A refusal is not an error: each check says what it wanted and what it found. An error
+while checking (a cluster that does not answer) is reported as the check's reason too,
+so a dry-run always lists every check.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cutover.errors import CutoverError
+from cutover.kafka.clients import ClusterRef
+from cutover.kafka.offsets import group_info
+from cutover.switch import hooks, journal, waits
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    #: What must hold, in words.
+    expects: str
+    #: None when it holds, else why not.
+    test: Callable[[], str | None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    expects: str
+    refusal: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "expects": self.expects, "passed": self.refusal is None, "reason": self.refusal}
+
+
+def evaluate(checks: list[Check]) -> list[Outcome]:
+    out = []
+    for c in checks:
+        try:
+            reason = c.test()
+        except CutoverError as exc:
+            reason = f"could not check: {exc.message}"
+        out.append(Outcome(c.name, c.expects, reason))
+    return out
+
+
+def lock_free(plan: Any) -> Check:
+    def test() -> str | None:
+        who = journal.holder(journal.directory(plan))
+        return f"another promote or rollback holds the lock: {who}" if who else None
+    return Check("not-running", "no other promote or rollback is running for this plan", test)
+
+
+def verified(plan: Any, run_now: Callable[[], None] | None = None) -> Check:
+    limit = float(plan.spec.gates.verify_max_age)
+
+    def test() -> str | None:
+        from cutover.verify.run import last_result
+
+        if run_now is not None:
+            run_now()
+        problems = []
+        for pair in plan.spec.tables:
+            last = last_result(plan, pair.new)
+            if last is None:
+                problems.append(f"{pair.new} has never been verified")
+                continue
+            age = (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(last["at"])).total_seconds()
+            if not last["passed"]:
+                problems.append(f"the last verify of {pair.new} ({last['at']}) did not pass")
+            elif age > limit:
+                problems.append(f"the last verify of {pair.new} is {age / 60:.0f} min old; gates.verify_max_age "
+                                f"is {limit / 60:.0f} min")
+        if problems:
+            return "; ".join(problems) + " (run cutover verify, or promote --verify)"
+        return None
+    return Check("verify-passed", f"every table's last verify passed, at most {limit:.0f}s ago", test)
+
+
+def mirror_lag(plan: Any, timeout: float) -> Check:
+    gate = plan.spec.gates.max_mirror_lag
+
+    def test() -> str | None:
+        from cutover.mirror import status
+
+        s = status.status(plan, "forward", timeout)
+        if not s["partitions"]:
+            return "no selected topic exists on the old cluster"
+        unmirrored = [p for p in s["partitions"] if p["position"] is None]
+        if unmirrored:
+            return "the mirror has not started on " + ", ".join(
+                f"{p['topic']}/{p['partition']}" for p in unmirrored[:10]) + " (run cutover mirror)"
+        if s["gaps"]:
+            g = s["gaps"][0]
+            return (f"the mirror reports data deleted before it was copied, e.g. {g['topic']}/{g['partition']} "
+                    f"offsets {g['start']}..{g['end'] - 1}")
+        over = [p for p in s["partitions"] if p["lag"] > gate]
+        if over:
+            worst = max(over, key=lambda p: p["lag"])
+            return (f"mirror lag {worst['lag']} > gate {gate} on {worst['topic']}/{worst['partition']} "
+                    f"({len(over)} partitions over the gate)")
+        return None
+    return Check("mirror-lag", f"the forward mirror is at most {gate} records behind on every partition", test)
+
+
+def groups_idle(plan: Any, source: str, target: str, timeout: float) -> Check:
+    def test() -> str | None:
+        ref = ClusterRef(target, plan.cluster(target))
+        busy = {}
+        for g in waits.selected_groups(plan, source, timeout):
+            info = group_info(ref, g, timeout)
+            if info.active:
+                busy[g] = info.members
+        if busy:
+            return f"consumer groups have active members on the {target} cluster: " + ", ".join(
+                f"{g} ({n})" for g, n in sorted(busy.items()))
+        return None
+    return Check(f"groups-idle-on-{target}", f"the selected groups have no active members on the {target} cluster",
+                 test)
+
+
+def hooks_runnable(plan: Any) -> Check:
+    def test() -> str | None:
+        problems = hooks.check(plan)
+        return "; ".join(problems) if problems else None
+    return Check("hooks", "every hook in the plan exists and is executable", test)
+
+
+def tables_handover(plan: Any) -> Check:
+    def test() -> str | None:
+        from cutover.shadow import tables
+
+        problems = [p for p in (pair.handover_problem() for pair in plan.spec.tables) if p]
+        for pair in plan.spec.tables:
+            problems += _accepts(tables, plan, pair)
+        return "; ".join(problems) if problems else None
+    return Check("tables-handover", "each old (canonical) table can take cutover's rows, and the plan says where "
+                 "its writer stands", test)
+
+
+def _accepts(tables: Any, plan: Any, pair: Any) -> list[str]:
+    """The canonical table must hold every column of the new table, with the same type."""
+    _s, _c, old = tables.snapshots(plan, pair.old)
+    _s, _c, new = tables.snapshots(plan, pair.new)
+    if old is None:
+        return [f"table {pair.old} does not exist"]
+    if new is None:
+        return [f"table {pair.new} does not exist (run cutover shadow)"]
+    have = {f.name: str(f.field_type) for f in old.schema().fields}
+    wrong = [f"{f.name} ({f.field_type})" for f in new.schema().fields if have.get(f.name) != str(f.field_type)]
+    if wrong:
+        return [f"table {pair.old} lacks or types differently the column(s) {', '.join(wrong)} that cutover writes"]
+    return []
+
+
+def phase(history: journal.History, action: str) -> Check:
+    def test() -> str | None:
+        now = history.phase()
+        if action == "promote" and now == "rolling-back":
+            return "a rollback is unfinished: re-run cutover rollback to finish it"
+        if action == "promote" and now == "rolled-back" and _carried(history):
+            return ("this plan was rolled back after its clients switched; records were carried back, so a second "
+                    "promote would need a fresh migration (new target topics, new mirror.state_prefix)")
+        if action == "rollback" and now in ("ready", "rolled-back"):
+            return f"there is nothing to roll back (phase {now})"
+        return None
+    return Check("phase", f"the migration's phase allows {action}", test)
+
+
+def _carried(history: journal.History) -> bool:
+    last = history.last_finished("rollback")
+    return bool(last and last.detail.get("past_point_of_no_return"))

@@ -1,0 +1,195 @@
+"""Everything promote and rollback change, behind one interface, in two implementations.
+
+`Live` acts on the clusters, tables, routing file and hooks; `DryRun` says what it would
+do and changes nothing. Steps are written once against `Effects`; the walker picks the
+implementation at the top (STYLE.md, "dry-run is a second implementation").
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from cutover.errors import CutoverError
+from cutover.kafka.inspect import cluster_id
+from cutover.mirror import state as st
+from cutover.output import progress
+from cutover.plan import TablePair
+from cutover.switch import background, handover, hooks, routing, waits
+
+Detail = dict[str, Any]
+
+
+class Effects(Protocol):
+    def hook(self, event: str, **context: str | None) -> Detail | None: ...
+    def hold(self) -> Detail: ...
+    def quiet(self, side: str) -> Detail: ...
+    def drain(self, direction: st.Direction) -> Detail: ...
+    def groups_empty(self, side: str) -> Detail: ...
+    def sync_groups(self, direction: st.Direction) -> Detail: ...
+    def reverse_mirror(self, on: bool) -> Detail: ...
+    def route(self, side: str) -> Detail: ...
+    def hand_over(self, pair: TablePair) -> Detail: ...
+    def hand_back(self, pair: TablePair) -> Detail: ...
+
+
+class Live:
+    def __init__(self, plan: Any, action: str, run: str, timeout: float) -> None:
+        self.plan, self.action, self.run, self.timeout = plan, action, run, timeout
+        #: set by the walker: the step running now (for hook environments)
+        self.step = ""
+
+    def hook(self, event: str, **context: str | None) -> Detail | None:
+        env = hooks.environment(self.plan, **{"action": self.action, "run": self.run, "step": self.step,
+                                              "event": event, "active": routing.active(self.plan), **context})
+        done = hooks.run(self.plan, event, env, float(self.plan.spec.switch.hook_timeout))
+        if done is None and event in ("freeze_producers", "stop_consumers"):
+            progress(f"  no {event} hook in the plan: do it by hand now; cutover waits for the result")
+        return done
+
+    def hold(self) -> Detail:
+        return waits.hold(self.plan)
+
+    def quiet(self, side: str) -> Detail:
+        return waits.cluster_quiet(self.plan, side, self.timeout)
+
+    def drain(self, direction: st.Direction) -> Detail:
+        from cutover.mirror import runner, status
+
+        if direction == "reverse":
+            background.stop(self.plan)
+        fenced = _fence_shards(self.plan, direction, self.timeout)
+        summary = runner.run(self.plan, runner.Options(direction=direction, until_caught_up=True,
+                                                       timeout=self.timeout), threading.Event())
+        if summary["gaps"]:
+            raise CutoverError(f"the {direction} mirror reports data deleted on the source before it was copied: "
+                               + ", ".join(f"{g['topic']}/{g['partition']}" for g in summary["gaps"]),
+                               fix="cutover mirror status shows the ranges; decide whether to go on by hand")
+        left = status.status(self.plan, direction, self.timeout)
+        behind = [p for p in left["partitions"] if p["lag"]]
+        if behind:
+            raise CutoverError(f"the {direction} mirror is still behind after draining: " + ", ".join(
+                f"{p['topic']}/{p['partition']} lag {p['lag']}" for p in behind[:10]),
+                fix="writes are still arriving: check the freeze, then re-run to continue")
+        detail: Detail = {"records": summary["records"], "fenced_shards": fenced}
+        if direction == "reverse":
+            detail["carried_back"] = carried_back(self.plan, self.timeout)
+        return detail
+
+    def groups_empty(self, side: str) -> Detail:
+        return waits.groups_empty(self.plan, side, self.timeout)
+
+    def sync_groups(self, direction: st.Direction) -> Detail:
+        from cutover.mirror import groups
+
+        outcomes = groups.sync_now(self.plan, direction, timeout=self.timeout)
+        bad = [o for o in outcomes if o.reason or o.skipped]
+        if bad:
+            raise CutoverError("consumer groups could not be translated exactly: " + "; ".join(
+                f"{o.group}: {o.reason or ', '.join(f'{t}/{p} {r}' for (t, p), r in sorted(o.skipped.items()))}"
+                for o in bad), fix="fix the cause, then re-run to continue")
+        return {"groups": {o.group: {f"{t}/{p}": off for (t, p), off in sorted(o.committed.items())}
+                           for o in outcomes}}
+
+    def reverse_mirror(self, on: bool) -> Detail:
+        return background.start(self.plan) if on else background.stop(self.plan)
+
+    def route(self, side: str) -> Detail:
+        body = routing.write(self.plan, side, self.run)
+        return {"routing": body} if body else {"routing": None, "note": "the plan names no routing file"}
+
+    def hand_over(self, pair: TablePair) -> Detail:
+        return handover.hand_over(self.plan, pair, self.run, self.timeout)
+
+    def hand_back(self, pair: TablePair) -> Detail:
+        return handover.hand_back(self.plan, pair, self.run, self.timeout)
+
+
+class DryRun:
+    """Says, in order, what `Live` would do. Reads nothing and changes nothing."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+        self.lines: list[str] = []
+        self.step = ""
+
+    def _would(self, text: str) -> Detail:
+        self.lines.append(text)
+        return {"would": text}
+
+    def hook(self, event: str, **context: str | None) -> Detail | None:
+        argv = hooks.command(self.plan, event)
+        if argv is None:
+            return None if event not in ("freeze_producers", "stop_consumers") else \
+                self._would(f"no {event} hook: the operator does it by hand")
+        extra = "".join(f" {k}={v}" for k, v in sorted(context.items()) if v is not None and k != "offsets")
+        return self._would(f"run hook {event}: {' '.join(argv)}{extra}")
+
+    def hold(self) -> Detail:
+        flag = waits.postponed(self.plan)
+        if flag is None:
+            return self._would("no postpone file in the plan: go on at once")
+        return self._would(f"hold while {flag} exists (it {'exists now' if flag.exists() else 'does not exist now'})")
+
+    def quiet(self, side: str) -> Detail:
+        g = self.plan.spec
+        return self._would(f"wait until the {side} cluster's end offsets stand still for {g.gates.quiet_period:.0f}s "
+                           f"(give up after {g.switch.quiet_timeout:.0f}s)")
+
+    def drain(self, direction: st.Direction) -> Detail:
+        return self._would(f"run the {direction} mirror in this process until it has copied everything "
+                           "(fencing any other mirror process of this plan)")
+
+    def groups_empty(self, side: str) -> Detail:
+        return self._would(f"wait until the selected groups have no members on the {side} cluster "
+                           f"(give up after {self.plan.spec.switch.groups_timeout:.0f}s)")
+
+    def sync_groups(self, direction: st.Direction) -> Detail:
+        src, dst = ("old", "new") if direction == "forward" else ("new", "old")
+        return self._would(f"translate every selected group's offsets {src} -> {dst} exactly and commit them")
+
+    def reverse_mirror(self, on: bool) -> Detail:
+        return self._would("start the reverse mirror (new -> old) in the background" if on else
+                           "stop the background reverse mirror")
+
+    def route(self, side: str) -> Detail:
+        path = routing.path(self.plan)
+        return self._would(f"write {path}: active={side}" if path else "no routing file in the plan")
+
+    def hand_over(self, pair: TablePair) -> Detail:
+        source = (f"consumer group {pair.writer_group}" if pair.writer_offsets == "group" else
+                  f"offset columns of {pair.old}")
+        return self._would(f"{pair.old}: read the old writer's positions ({source}), translate them, stamp them on "
+                           "the table, and write it from the new cluster until caught up")
+
+    def hand_back(self, pair: TablePair) -> Detail:
+        return self._would(f"{pair.old}: translate the table's new-cluster positions back and stamp them for "
+                           "the old writer")
+
+
+def _fence_shards(plan: Any, direction: st.Direction, timeout: float) -> list[str]:
+    """Fence every other shard layout that has mirrored this direction, so no other process copies on."""
+    from confluent_kafka import Producer
+
+    from cutover.mirror.copier import transactional_id
+    from cutover.mirror.shard import Shard
+
+    rt = st.route(plan, direction)
+    layouts = st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout).shards - {"0/1"}
+    for layout in sorted(layouts):
+        txn = transactional_id(rt, plan.name, Shard.parse(layout))
+        producer = Producer(rt.target.config(**{"transactional.id": txn}))
+        try:
+            producer.init_transactions(timeout)
+        except Exception as exc:
+            raise rt.target.failure(exc, f"fencing mirror shard {layout}", producer) from None
+        progress(f"  fenced mirror shard {layout} ({direction})")
+    return sorted(layouts)
+
+
+def carried_back(plan: Any, timeout: float) -> int:
+    """Records the reverse mirror has copied from the new cluster to the old one."""
+    rt = st.route(plan, "reverse")
+    state = st.load(rt, cluster_id(rt.source, timeout), timeout=timeout)
+    return sum(seg.length for tp, pm in state.partitions.items() if plan.spec.topics.matches(tp[0])
+               for seg in pm.segments)

@@ -1,0 +1,92 @@
+"""Hooks: the user's executables, run at switch events with their context in CUTOVER_* variables.
+
+A hook is a command line from the plan (`hooks.<event>`); its first word is resolved
+relative to the plan's folder when it names a path. It inherits the environment plus
+CUTOVER_* variables (never a secret: only names, phases and bootstrap servers). Its
+output goes to stderr, line by line, prefixed with the event. A non-zero exit, or
+running past `switch.hook_timeout`, stops the step with the hook's last lines.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from cutover.errors import CutoverError, UsageError
+from cutover.output import progress
+
+
+class HookFailed(CutoverError):
+    """A hook exited non-zero or ran too long."""
+
+
+def command(plan: Any, event: str) -> list[str] | None:
+    line = plan.spec.hooks.get(event)
+    if not line:
+        return None
+    argv = shlex.split(line)
+    if "/" in argv[0] and not os.path.isabs(argv[0]):
+        argv[0] = str((plan.base_dir / argv[0]).resolve())
+    return argv
+
+
+def check(plan: Any) -> list[str]:
+    """Problems with the configured hooks (missing or not executable), for preconditions."""
+    problems = []
+    for event in sorted(plan.spec.hooks):
+        argv = command(plan, event)
+        if argv and "/" in argv[0] and not os.access(argv[0], os.X_OK):
+            problems.append(f"hook {event}: {argv[0]} does not exist or is not executable")
+    return problems
+
+
+def run(plan: Any, event: str, env: dict[str, str], timeout: float) -> dict[str, Any] | None:
+    """Run the hook for `event` if the plan has one. Returns what happened, for the journal."""
+    argv = command(plan, event)
+    if argv is None:
+        return None
+    progress(f"  hook {event}: {shlex.join(argv)}")
+    tail: deque[str] = deque(maxlen=20)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env={**os.environ, **env}, cwd=str(plan.base_dir))
+    except OSError as exc:
+        raise UsageError(f"hook {event}: cannot run {argv[0]}: {exc.strerror}",
+                         fix=f"fix hooks.{event} in {plan.file}") from None
+    reader = threading.Thread(target=_relay, args=(proc, event, tail), daemon=True)
+    reader.start()
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise HookFailed(f"hook {event} ({argv[0]}) still running after {timeout:.0f}s; it was killed",
+                         fix="make the hook finish, or raise switch.hook_timeout") from None
+    reader.join(5)
+    if code != 0:
+        last = "\n".join(f"    {t}" for t in tail)
+        raise HookFailed(f"hook {event} ({argv[0]}) exited {code}" + (f"; its last lines:\n{last}" if last else ""),
+                         fix="fix what the hook reports, then re-run to continue from this step")
+    return {"hook": event, "exit": code}
+
+
+def _relay(proc: subprocess.Popen[str], event: str, tail: deque[str]) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        tail.append(line)
+        progress(f"    [{event}] {line}")
+
+
+def environment(plan: Any, **context: str | None) -> dict[str, str]:
+    """CUTOVER_* variables: the plan, the clusters' bootstrap servers, and the given context."""
+    env = {"CUTOVER_PLAN": plan.name, "CUTOVER_PLAN_FILE": str(Path(plan.file).resolve()),
+           "CUTOVER_OLD_BOOTSTRAP": plan.cluster("old").get("bootstrap.servers", ""),
+           "CUTOVER_NEW_BOOTSTRAP": plan.cluster("new").get("bootstrap.servers", "")}
+    env.update({f"CUTOVER_{k.upper()}": v for k, v in context.items() if v is not None})
+    return env

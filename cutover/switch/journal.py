@@ -1,0 +1,258 @@
+"""The switch journal: an append-only, fsynced record of every promote and rollback step.
+
+One directory per plan (`switch.journal_dir/<plan name>/`) holds `journal.jsonl` and
+`lock`. Every entry is one JSON line, written and fsynced before the switch moves on,
+so a re-run after a crash knows exactly which steps finished. A torn last line (the
+machine died mid-write) is ignored; any other unreadable line is refused, never
+guessed at. The lock is an advisory `flock` held for the whole run: the kernel drops
+it when the process dies, so a SIGKILLed run never leaves a stale lock, and a second
+operator is refused with the holder's host, pid and start time.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cutover.errors import CutoverError, Refused
+
+JOURNAL_VERSION = 1
+Action = Literal["promote", "rollback"]
+
+
+class JournalError(CutoverError):
+    """The journal cannot be read or written."""
+
+
+def directory(plan: Any) -> Path:
+    return plan.base_dir / plan.spec.switch.journal_dir / plan.name
+
+
+@dataclass
+class StepRecord:
+    name: str
+    started: float
+    ended: float | None = None
+    #: "done", "failed", or None while running (or when the run died in it)
+    outcome: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        return round(self.ended - self.started, 3) if self.ended is not None else None
+
+
+@dataclass
+class RunRecord:
+    """One invocation of promote or rollback (a re-run after a crash is a new run of the same attempt)."""
+
+    action: Action
+    run: str
+    started: float
+    mode: str = ""
+    steps: list[StepRecord] = field(default_factory=list)
+    ended: float | None = None
+    outcome: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class History:
+    """Everything the journal says, folded."""
+
+    runs: list[RunRecord] = field(default_factory=list)
+
+    def attempt(self, action: Action) -> list[RunRecord]:
+        """The runs of the latest attempt of `action`: since the last finished run of any action."""
+        out: list[RunRecord] = []
+        for r in reversed(self.runs):
+            if r.outcome == "done" or r.action != action:
+                break
+            out.append(r)
+        return list(reversed(out))
+
+    def done_steps(self, action: Action) -> dict[str, StepRecord]:
+        """Steps finished in the latest unfinished attempt of `action` (what a re-run skips)."""
+        return {s.name: s for r in self.attempt(action) for s in r.steps if s.outcome == "done"}
+
+    def started_steps(self, action: Action) -> set[str]:
+        return {s.name for r in self.attempt(action) for s in r.steps}
+
+    def promote_attempt(self) -> list[RunRecord]:
+        """The runs of the promote that a rollback would undo (since the last finished rollback)."""
+        out: list[RunRecord] = []
+        for r in reversed(self.runs):
+            if r.action == "rollback":
+                if r.outcome == "done":
+                    break
+                continue
+            if r.outcome == "done" and out:
+                break
+            out.append(r)
+        return list(reversed(out))
+
+    def rollback_attempt(self) -> list[RunRecord]:
+        """The runs of the latest rollback (finished or not)."""
+        out: list[RunRecord] = []
+        for r in reversed(self.runs):
+            if r.action != "rollback" or (r.outcome == "done" and out):
+                break
+            out.append(r)
+        return list(reversed(out))
+
+    def runs_of(self, action: Action) -> list[RunRecord]:
+        return self.promote_attempt() if action == "promote" else self.rollback_attempt()
+
+    @property
+    def last(self) -> RunRecord | None:
+        return self.runs[-1] if self.runs else None
+
+    def last_finished(self, action: Action | None = None) -> RunRecord | None:
+        for r in reversed(self.runs):
+            if r.outcome == "done" and (action is None or r.action == action):
+                return r
+        return None
+
+    def phase(self) -> str:
+        """ready, promoting, promoted, rolling-back or rolled-back."""
+        last = self.last
+        if last is None:
+            return "ready"
+        if last.outcome == "done":
+            return "promoted" if last.action == "promote" else "rolled-back"
+        return "promoting" if last.action == "promote" else "rolling-back"
+
+
+def read(folder: Path) -> History:
+    path = folder / "journal.jsonl"
+    history = History()
+    if not path.exists():
+        return history
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:  # the last line, not newline-terminated: torn by a crash mid-write
+                break
+            raise JournalError(f"{path}:{i + 1}: not a journal entry (not JSON)",
+                               fix="restore the journal from a copy; cutover never rewrites it") from None
+        if entry.get("v") != JOURNAL_VERSION:
+            raise JournalError(f"{path}:{i + 1}: journal entry version {entry.get('v')}; this cutover reads "
+                               f"version {JOURNAL_VERSION}", fix="use the cutover version that wrote it")
+        _fold(history, entry)
+    return history
+
+
+def _fold(h: History, e: dict[str, Any]) -> None:
+    kind = e["event"]
+    if kind == "begin":
+        h.runs.append(RunRecord(e["action"], e["run"], e["t"], e.get("mode", "")))
+        return
+    run = next((r for r in reversed(h.runs) if r.run == e["run"]), None)
+    if run is None:
+        return
+    if kind == "step-start":
+        run.steps.append(StepRecord(e["step"], e["t"]))
+    elif kind == "step-end":
+        step = next((s for s in reversed(run.steps) if s.name == e["step"]), None)
+        if step is not None:
+            step.ended, step.outcome = e["t"], e["outcome"]
+            step.detail, step.error = e.get("detail", {}), e.get("error")
+    elif kind == "end":
+        run.ended, run.outcome, run.detail = e["t"], e["outcome"], e.get("detail", {})
+
+
+class Journal:
+    """The writer: holds the lock, appends fsynced entries. Use `Journal.open` as a context manager."""
+
+    def __init__(self, folder: Path, lock_fd: int) -> None:
+        self.folder, self._lock_fd = folder, lock_fd
+        self.path = folder / "journal.jsonl"
+
+    @classmethod
+    @contextmanager
+    def open(cls, folder: Path, what: str) -> Iterator[Journal]:
+        fd = acquire(folder, what)
+        try:
+            yield cls(folder, fd)
+        finally:
+            os.close(fd)
+
+    def append(self, event: str, **body: Any) -> None:
+        entry = {"v": JOURNAL_VERSION, "t": round(time.time(), 3), "event": event, **body}
+        line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        except OSError as exc:
+            raise JournalError(f"cannot write the switch journal {self.path}: {exc.strerror}",
+                               fix="free space or fix permissions, then re-run to continue") from None
+        finally:
+            os.close(fd)
+        if created:
+            _fsync_dir(self.folder)
+
+
+def acquire(folder: Path, what: str) -> int:
+    """Take the plan's switch lock (non-blocking); refuse with who holds it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise JournalError(f"cannot open the switch lock in {folder}: {exc.strerror}",
+                           fix="make switch.journal_dir writable") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            raise Refused(f"another promote or rollback is running for this plan: {holder}",
+                          fix="wait for it to finish (cutover status shows it), or stop it") from None
+        raise
+    owner = json.dumps({"what": what, "host": socket.gethostname(), "pid": os.getpid(),
+                        "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, owner.encode(), 0)
+    return fd
+
+
+def holder(folder: Path) -> str | None:
+    """Who holds the lock now (None when nobody does). Never blocks, never takes it for long."""
+    path = folder / "lock"
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,188 @@
+"""The two walkers of a step list: `execute` (journaled, locked, resumable) and `explain` (dry-run)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cutover.errors import CutoverError, ExitCode, Refused
+from cutover.output import progress
+from cutover.switch import checks, journal, routing, steps
+from cutover.switch.effects import DryRun, Live
+from cutover.switch.journal import Action, History, Journal
+
+
+@dataclass(frozen=True)
+class Options:
+    dry_run: bool = False
+    #: Run cutover verify now instead of relying on the last recorded result.
+    verify_now: bool = False
+    timeout: float = 30.0
+
+
+class StepFailed(CutoverError):
+    """A switch step failed; the journal says where, and a re-run continues there."""
+
+    def __init__(self, message: str, *, fix: str, exit_code: ExitCode) -> None:
+        super().__init__(message, fix=fix)
+        self.exit_code = exit_code
+
+
+def _checks(plan: Any, action: Action, history: History, opts: Options, locked: bool) -> list[checks.Check]:
+    out = [checks.phase(history, action)]
+    if not locked:
+        out.append(checks.lock_free(plan))
+    out.append(checks.hooks_runnable(plan))
+    if history.started_steps(action):
+        return out  # a re-run continues an attempt whose preconditions held when it began
+    if action == "promote":
+        if plan.spec.tables:
+            run_now = None
+            if opts.verify_now and not opts.dry_run:
+                def run_now() -> None:
+                    from cutover.verify import run as verify_run
+                    verify_run.verify(plan, verify_run.Options())
+            out += [checks.verified(plan, run_now), checks.tables_handover(plan)]
+        out += [checks.mirror_lag(plan, opts.timeout), checks.groups_idle(plan, "old", "new", opts.timeout)]
+    elif steps.past_point_of_no_return(history):
+        out.append(checks.groups_idle(plan, "new", "old", opts.timeout))
+    return out
+
+
+def _build(plan: Any, action: Action, history: History) -> list[steps.Step]:
+    return steps.promote(plan) if action == "promote" else steps.rollback(plan, history)
+
+
+def explain(plan: Any, action: Action, opts: Options) -> dict[str, Any]:
+    """Dry-run: every precondition evaluated live, every step said; nothing changed, nothing journaled."""
+    history = journal.read(journal.directory(plan))
+    outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=False))
+    done = history.done_steps(action)
+    fx = DryRun(plan)
+    listed = []
+    for step in _build(plan, action, history):
+        fx.lines = []
+        if step.name not in done:
+            step.act(fx)
+        listed.append({"name": step.name, "does": step.does, "done_earlier": step.name in done,
+                       "would": list(fx.lines)})
+    return {"action": action, "plan": plan.name, "dry_run": True, "phase": history.phase(),
+            "checks": [o.as_dict() for o in outcomes], "passed": all(o.refusal is None for o in outcomes),
+            "steps": listed}
+
+
+def refusal(action: str, outcomes: list[checks.Outcome]) -> Refused:
+    failed = [o for o in outcomes if o.refusal]
+    lines = "\n".join(f"  - {o.name}: {o.refusal}" for o in failed)
+    return Refused(f"{action} refused by {len(failed)} precondition(s):\n{lines}",
+                   fix=f"fix what each says, then run cutover {action} again (--dry-run checks without acting)")
+
+
+def execute(plan: Any, action: Action, opts: Options) -> dict[str, Any]:
+    folder = journal.directory(plan)
+    with Journal.open(folder, action) as j:
+        history = journal.read(folder)
+        if action == "promote" and history.phase() == "promoted":
+            progress("already promoted: nothing to do (cutover status shows the steps)")
+            return _result(plan, action, journal.read(folder), None, already=True)
+        outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=True))
+        if any(o.refusal for o in outcomes):
+            raise refusal(action, outcomes)
+        todo = _build(plan, action, history)
+        run = uuid.uuid4().hex[:12]
+        done = history.done_steps(action)
+        j.append("begin", action=action, run=run, mode="execute", steps=[s.name for s in todo])
+        fx = Live(plan, action, run, opts.timeout)
+        for i, step in enumerate(todo, 1):
+            if step.name in done:
+                progress(f"[{i}/{len(todo)}] {step.name}: done earlier ({done[step.name].seconds}s)")
+                continue
+            progress(f"[{i}/{len(todo)}] {step.name}: {step.does}")
+            _one(j, fx, run, step, action)
+        after = journal.read(folder)
+        summary = _summary(plan, action, after, past=steps.past_point_of_no_return(after))
+        j.append("end", action=action, run=run, outcome="done", detail=summary)
+        final = journal.read(folder)
+    _quietly(lambda: fx.hook("on_success"), "on_success")
+    return _result(plan, action, final, run)
+
+
+def _one(j: Journal, fx: Live, run: str, step: steps.Step, action: str) -> None:
+    j.append("step-start", run=run, step=step.name)
+    fx.step = step.name
+    started = time.monotonic()
+    try:
+        fx.hook("before_step")
+        detail = step.act(fx) or {}
+        fx.hook("after_step")
+    except BaseException as exc:
+        message = exc.message if isinstance(exc, CutoverError) else f"{type(exc).__name__}: {exc}"
+        j.append("step-end", run=run, step=step.name, outcome="failed", error=message)
+        j.append("end", action=action, run=run, outcome="failed", detail={"step": step.name})
+        _quietly(lambda: fx.hook("on_failure", error=message[:2000]), "on_failure")
+        if not isinstance(exc, CutoverError):
+            raise
+        code = exc.exit_code if exc.exit_code != ExitCode.USAGE else ExitCode.ERROR
+        raise StepFailed(f"{action} stopped at step {step.name}: {message}", exit_code=code,
+                         fix=(exc.fix + "; " if exc.fix else "") + f"then run cutover {action} --execute again to "
+                         f"continue from {step.name}" + (", or cutover rollback --execute to go back"
+                                                         if action == "promote" else "")) from None
+    j.append("step-end", run=run, step=step.name, outcome="done", detail=detail)
+    progress(f"  done in {time.monotonic() - started:.1f}s")
+
+
+def _quietly(call: Callable[[], Any], what: str) -> None:
+    try:
+        call()
+    except CutoverError as exc:
+        progress(f"warning: hook {what} failed: {exc.message}")
+
+
+def window(history: History, action: Action) -> dict[str, Any] | None:
+    """The freeze window of the latest attempt: from the producer freeze to the clients' switch."""
+    records = [s for r in history.runs_of(action) for s in r.steps]
+    start = min((s.started for s in records if s.name == steps.FREEZE_STARTS), default=None)
+    end = max((s.ended for s in records if s.name == steps.FREEZE_ENDS and s.outcome == "done" and s.ended),
+              default=None)
+    if start is None:
+        return None
+    return {"frozen_at": _iso(start), "switched_at": _iso(end) if end else None,
+            "seconds": round(end - start, 3) if end else None}
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
+
+
+def _summary(plan: Any, action: Action, history: History, past: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"freeze_window": window(history, action), "past_point_of_no_return": past}
+    if action == "rollback":
+        drained = history.done_steps("rollback").get("drain-reverse-mirror")
+        out["carried_back"] = drained.detail.get("carried_back") if drained else 0
+    out["routing"] = routing.read(plan)
+    return out
+
+
+def _result(plan: Any, action: Action, history: History, run: str | None, already: bool = False) -> dict[str, Any]:
+    last = history.last_finished(action)
+    runs = history.runs_of(action)
+    return {"action": action, "plan": plan.name, "run": run, "already_done": already, "phase": history.phase(),
+            "steps": step_table(runs), **(last.detail if last else {})}
+
+
+def step_table(runs: list[journal.RunRecord]) -> list[dict[str, Any]]:
+    """Each step of an attempt once: its last record (a re-run's repeat wins over the crashed try)."""
+    latest: dict[str, journal.StepRecord] = {}
+    order: list[str] = []
+    for r in runs:
+        for s in r.steps:
+            if s.name not in latest:
+                order.append(s.name)
+            if s.name not in latest or latest[s.name].outcome != "done":
+                latest[s.name] = s
+    return [{"name": n, "outcome": latest[n].outcome or "interrupted", "seconds": latest[n].seconds,
+             "started_at": _iso(latest[n].started), "error": latest[n].error, "detail": latest[n].detail}
+            for n in order]

@@ -1,0 +1,91 @@
+"""`cutover status`: where the migration stands: phase, steps, freeze window, lag, verify, routing.
+
+Read from the journal and the live systems. A part that cannot be read (a cluster
+down, the catalog away) is reported as such; status itself still answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from cutover.errors import CutoverError
+from cutover.output import table
+from cutover.switch import background, journal, routing
+from cutover.switch.runner import step_table, window
+
+
+def _try(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except CutoverError as exc:
+        return {"error": exc.message}
+
+
+def _lag(plan: Any, direction: Literal["forward", "reverse"], timeout: float) -> dict[str, Any]:
+    from cutover.mirror import status
+
+    s = status.status(plan, direction, timeout)
+    behind = [p for p in s["partitions"] if p["lag"]]
+    return {"lag": s["lag"], "partitions": len(s["partitions"]), "partitions_behind": len(behind),
+            "unmirrored": sum(1 for p in s["partitions"] if p["position"] is None), "gaps": len(s["gaps"])}
+
+
+def _verify(plan: Any) -> dict[str, Any]:
+    from cutover.verify.run import last_result
+
+    return {pair.new: last_result(plan, pair.new) for pair in plan.spec.tables}
+
+
+def status(plan: Any, timeout: float = 10.0) -> dict[str, Any]:
+    folder = journal.directory(plan)
+    history = journal.read(folder)
+    last = history.last
+    action: journal.Action = last.action if last else "promote"
+    return {
+        "plan": plan.name, "phase": history.phase(), "journal": str(folder / "journal.jsonl"),
+        "running": journal.holder(folder),
+        "action": last.action if last else None,
+        "steps": step_table(history.runs_of(action)) if last else [],
+        "freeze_window": window(history, action) if last else None,
+        "carried_back": last.detail.get("carried_back") if last and last.outcome == "done" else None,
+        "mirror": {"forward": _try(lambda: _lag(plan, "forward", timeout)),
+                   "reverse": _try(lambda: _lag(plan, "reverse", timeout)),
+                   "reverse_process": background.running(plan)},
+        "verify": _try(lambda: _verify(plan)),
+        "routing": _try(lambda: routing.read(plan)) or {"active": "old", "note": "no routing file written yet"},
+    }
+
+
+def render(s: dict[str, Any]) -> str:
+    lines = [f"plan {s['plan']}: phase {s['phase']}" + (f" (running: {s['running']})" if s["running"] else "")]
+    if s["steps"]:
+        lines.append(f"{s['action']} steps:")
+        lines.append(table([[st["name"], st["outcome"], "-" if st["seconds"] is None else f"{st['seconds']:.1f}s",
+                             st["error"] or ""] for st in s["steps"]], ["step", "outcome", "took", "error"]))
+    fw = s["freeze_window"]
+    if fw:
+        lines.append(f"freeze window: {fw['seconds']}s (frozen {fw['frozen_at']}, switched {fw['switched_at']})"
+                     if fw["seconds"] is not None else f"frozen since {fw['frozen_at']}, not switched yet")
+    if s["carried_back"] is not None:
+        lines.append(f"records carried back from the new cluster: {s['carried_back']:,}")
+    for d in ("forward", "reverse"):
+        m = s["mirror"][d]
+        lines.append(f"mirror {d}: " + (m["error"] if "error" in m else
+                                        f"lag {m['lag']:,} records, {m['partitions_behind']} of "
+                                        f"{m['partitions']} partitions behind"
+                                        + (f", {m['unmirrored']} not mirrored" if m["unmirrored"] else "")
+                                        + (f", {m['gaps']} DATA LOSS gaps" if m["gaps"] else "")))
+    if s["mirror"]["reverse_process"]:
+        lines.append(f"reverse mirror process: pid {s['mirror']['reverse_process']}")
+    v = s["verify"]
+    if "error" in v:
+        lines.append(f"verify: {v['error']}")
+    for name, r in ({} if "error" in v else v).items():
+        lines.append(f"verify {name}: " + ("never run" if r is None else
+                                            f"{'passed' if r['passed'] else 'FAILED'} at {r['at']}"))
+    r = s["routing"]
+    lines.append("routing: " + (r["error"] if "error" in r else f"active {r['active']}"
+                                + (f" ({r['bootstrap.servers']}, since {r['changed_at']})" if "changed_at" in r
+                                   else "")))
+    return "\n".join(lines)

@@ -1,0 +1,128 @@
+"""Promote and rollback as data: ordered, named, idempotent steps built from the plan.
+
+The same list is walked twice: by the runner against `Live` effects, and by the
+dry-run against `DryRun`. A step's name is its identity in the journal, so a re-run
+skips the steps a crashed run finished and repeats the one it died in (every step is
+idempotent: waits re-observe, drains copy what is left, syncs commit the same offsets,
+hand-overs find their stamp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cutover.plan import TablePair
+from cutover.switch import handover
+from cutover.switch.effects import Detail, Effects
+from cutover.switch.journal import History
+
+#: Once this step of promote has started, clients may write to the new cluster.
+POINT_OF_NO_RETURN = "switch-clients"
+FREEZE_STARTS, FREEZE_ENDS = "freeze-producers", "switch-clients"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    #: What it does, in words (dry-run, status, progress).
+    does: str
+    act: Callable[[Effects], Detail | None]
+
+
+def _all(*parts: Detail | None) -> Detail:
+    out: Detail = {}
+    for p in parts:
+        out.update(p or {})
+    return out
+
+
+def _stop_consumers(side: str) -> Callable[[Effects], Detail]:
+    return lambda fx: _all({"hook": fx.hook("stop_consumers", cluster=side)}, fx.groups_empty(side))
+
+
+def _switch(side: str) -> Callable[[Effects], Detail]:
+    return lambda fx: _all(fx.route(side), {"hook": fx.hook("switch_clients", active=side)})
+
+
+def _hand_over(pair: TablePair) -> Callable[[Effects], Detail]:
+    def act(fx: Effects) -> Detail:
+        stopped = fx.hook("stop_old_writer", table=pair.old)
+        detail = fx.hand_over(pair)
+        started = fx.hook("start_new_writer", table=pair.old)
+        return _all(detail, {"hooks": [h for h in (stopped, started) if h]})
+    return act
+
+
+def _hand_back(pair: TablePair) -> Callable[[Effects], Detail]:
+    def act(fx: Effects) -> Detail:
+        stopped = fx.hook("stop_new_writer", table=pair.old)
+        detail = fx.hand_back(pair)
+        offsets = handover.positions_env(detail, "old_positions") if "topic" in detail else None
+        started = fx.hook("start_old_writer", table=pair.old, offsets=offsets)
+        return _all(detail, {"hooks": [h for h in (stopped, started) if h]})
+    return act
+
+
+def promote(plan: Any) -> list[Step]:
+    quiet = f"{plan.spec.gates.quiet_period:.0f}s"
+    steps = [
+        Step("hold", "hold while the postpone file exists", lambda fx: fx.hold()),
+        Step("freeze-producers", "freeze producers on the old cluster (hook freeze_producers)",
+             lambda fx: fx.hook("freeze_producers", cluster="old")),
+        Step("wait-quiet", f"wait until the old cluster's end offsets stand still for {quiet}",
+             lambda fx: fx.quiet("old")),
+        Step("drain-mirror", "drain the mirror (old -> new) to zero lag", lambda fx: fx.drain("forward")),
+        Step("stop-consumers", "stop consumers (hook stop_consumers); wait until the groups are empty on old",
+             _stop_consumers("old")),
+        Step("sync-groups", "commit every group's exactly translated offsets on the new cluster",
+             lambda fx: fx.sync_groups("forward")),
+    ]
+    if plan.spec.switch.reverse_mirror:
+        steps.append(Step("start-reverse-mirror", "start the reverse mirror (new -> old) so rollback loses nothing",
+                          lambda fx: fx.reverse_mirror(True)))
+    steps.append(Step(POINT_OF_NO_RETURN, "point the routing file at the new cluster; hook switch_clients",
+                      _switch("new")))
+    steps += [Step(f"hand-over:{p.old}", f"stop the old writer of {p.old}; continue it from the new cluster at "
+                   "the translated offsets", _hand_over(p)) for p in plan.spec.tables]
+    steps.append(Step("resume", "resume producers and consumers, now on the new cluster (hook resume)",
+                      lambda fx: fx.hook("resume", active="new")))
+    return steps
+
+
+def past_point_of_no_return(history: History) -> bool:
+    return any(s.name == POINT_OF_NO_RETURN for r in history.promote_attempt() for s in r.steps)
+
+
+def rollback(plan: Any, history: History) -> list[Step]:
+    promoted = {s.name for r in history.promote_attempt() for s in r.steps}
+    if not past_point_of_no_return(history):
+        steps = []
+        if "start-reverse-mirror" in promoted:
+            steps.append(Step("stop-reverse-mirror", "stop the background reverse mirror",
+                              lambda fx: fx.reverse_mirror(False)))
+        steps.append(Step("resume", "resume producers and consumers on the old cluster (hook resume)",
+                          lambda fx: fx.hook("resume", active="old")))
+        return steps
+    quiet = f"{plan.spec.gates.quiet_period:.0f}s"
+    steps = [
+        Step("freeze-producers", "freeze producers on the new cluster (hook freeze_producers)",
+             lambda fx: fx.hook("freeze_producers", cluster="new")),
+        Step("wait-quiet", f"wait until the new cluster's end offsets stand still for {quiet}",
+             lambda fx: fx.quiet("new")),
+        Step("drain-reverse-mirror", "drain the reverse mirror (new -> old) to zero lag",
+             lambda fx: fx.drain("reverse")),
+        Step("stop-consumers", "stop consumers (hook stop_consumers); wait until the groups are empty on new",
+             _stop_consumers("new")),
+        Step("sync-groups", "commit every group's exactly translated offsets back on the old cluster",
+             lambda fx: fx.sync_groups("reverse")),
+        Step(POINT_OF_NO_RETURN, "point the routing file back at the old cluster; hook switch_clients",
+             _switch("old")),
+    ]
+    steps += [Step(f"hand-back:{p.old}", f"stop cutover's writer of {p.old}; restart the old writer at the "
+                   "translated offsets", _hand_back(p))
+              for p in plan.spec.tables if f"hand-over:{p.old}" in promoted]
+    steps.append(Step("resume", "resume producers and consumers, on the old cluster again (hook resume)",
+                      lambda fx: fx.hook("resume", active="old")))
+    return steps

@@ -1,0 +1,286 @@
+"""cutover promote and rollback on the real sandbox, with a live producer and consumer group
+driven by the plan's hooks, SIGKILLs at every step, and the canonical table handed over
+and back. Real Kafka, mirror, Spark, catalog; nothing mocked."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cutover.local.sandbox import Sandbox
+from cutover.plan import Plan, load_plan
+from cutover.switch import background, journal
+from cutover.verify import run as verify_run
+from tests.conftest import cutover, wait_for
+from tests.integration.kafka_util import create_topic, read_all
+from tests.integration.shadow_util import rows, shadow
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+PARTITIONS = 3
+APP = Path(__file__).with_name("switch_app.py")
+PROMOTE = ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers", "sync-groups",
+           "start-reverse-mirror", "switch-clients"]
+ROLLBACK = ["freeze-producers", "wait-quiet", "drain-reverse-mirror", "stop-consumers", "sync-groups",
+            "switch-clients"]
+
+
+def _script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def _hooks(folder: Path, ctl: Path, kills: Path) -> dict[str, str]:
+    """Hooks that drive the app through its control files, and one that SIGKILLs cutover on cue."""
+    folder.mkdir()
+    wait = 'i=0; while [ ! -f "{f}" ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 1; sleep 0.05; done\n'
+    kill = (f'f="{kills}/$CUTOVER_ACTION.$CUTOVER_EVENT.$CUTOVER_STEP"\n'
+            'if [ -f "$f" ]; then rm -f "$f"; echo "killing cutover at $CUTOVER_STEP"; kill -9 $PPID; '
+            'while kill -0 $PPID 2>/dev/null; do :; done; fi\n')
+    return {
+        "freeze_producers": _script(folder / "freeze", f'touch "{ctl}/pause"\n' + wait.format(
+            f=f"{ctl}/producer.paused")),
+        "stop_consumers": _script(folder / "stop", f'touch "{ctl}/stop"\n' + wait.format(
+            f=f"{ctl}/consumer.stopped")),
+        "switch_clients": _script(folder / "switch", 'echo "clients now use $CUTOVER_ACTIVE"\n'),
+        "resume": _script(folder / "resume", f'rm -f "{ctl}/pause" "{ctl}/stop"\n'),
+        "start_old_writer": _script(folder / "old-writer", f'echo "$CUTOVER_OFFSETS" > "{ctl}/old-writer.json"\n'),
+        "before_step": _script(folder / "before", kill),
+        "after_step": _script(folder / "after", kill),
+    }
+
+
+def _plan(sandbox: Sandbox, ns: str, tmp: Path, hooks: dict[str, str], **pair: Any) -> Plan:
+    data = yaml.safe_load(sandbox.plan_file.read_text())
+    data["env_file"] = str(sandbox.plan_file.parent / data["env_file"])
+    data.update({
+        "name": ns, "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}\\..*"]},
+        "mirror": {**data["mirror"], "group_sync_interval": "1s"},
+        "spark": {**data["spark"], "checkpoint_dir": str(tmp / "ck")},
+        "gates": {"quiet_period": "2s", "verify_max_age": "1h"},
+        "switch": {"journal_dir": str(tmp / "journal"), "quiet_timeout": "60s", "groups_timeout": "60s",
+                   "hook_timeout": "120s"},
+        "routing": {"file": str(tmp / "routing.json")},
+        "hooks": hooks,
+        "tables": [{"topic": f"{ns}.orders", "old": f"{ns}.legacy", "new": f"{ns}.orders",
+                    "schema": [{"name": "seq", "type": "long", "nullable": False}],
+                    "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}, **pair}],
+    })
+    path = tmp / f"{ns}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_plan(path)
+
+
+def _legacy(plan: Plan, tmp: Path) -> Plan:
+    """A plan whose shadow writes the legacy table from the old cluster: the old pipeline's stand-in."""
+    data = yaml.safe_load(plan.file.read_text())
+    pair = data["tables"][0]
+    data.update({"name": f"{plan.name}_legacy", "tables": [{**pair, "old": f"{plan.name}.unused",
+                                                            "new": pair["old"]}]})
+    path = tmp / "legacy.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_plan(path)
+
+
+def _log(path: Path) -> list[tuple[str, int, int, int]]:
+    if not path.exists():
+        return []
+    return [(c, int(p), int(o), int(s)) for c, p, o, s in (line.split() for line in path.read_text().splitlines())]
+
+
+def _switch(plan: Plan, action: str, kills: Path, steps: list[str], *args: str) -> tuple[int, dict[str, Any]]:
+    """Run `cutover ACTION --execute` until it finishes, SIGKILLed once after each step (and once before two)."""
+    for s in steps:
+        (kills / f"{action}.after_step.{s}").touch()
+    for s in steps[2:4]:
+        (kills / f"{action}.before_step.{s}").touch()
+    for killed in range(3 * len(steps) + 3):
+        proc = subprocess.Popen([sys.executable, "-m", "cutover", action, "--plan", str(plan.file), "--execute",
+                                 "-o", "json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        out, err = proc.communicate(timeout=600)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # a Spark JVM left behind by the killed driver
+        if proc.returncode == 0:
+            assert not list(kills.iterdir()), f"kills not reached: {sorted(kills.iterdir())}"
+            return killed, json.loads(out)
+        assert proc.returncode == -signal.SIGKILL, f"{action} failed ({proc.returncode}):\n{err}"
+    raise AssertionError(f"{action} did not finish")
+
+
+def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    ctl, kills = tmp_path / "ctl", tmp_path / "kills"
+    ctl.mkdir()
+    kills.mkdir()
+    main = _plan(sandbox, ns, tmp_path, _hooks(tmp_path / "hooks", ctl, kills))
+    topic, group = f"{ns}.orders", f"{ns}.billing"
+    create_topic(plan.cluster("old"), topic, PARTITIONS)
+    (tmp_path / "clusters.json").write_text(json.dumps({"old": plan.cluster("old"), "new": plan.cluster("new")}))
+    app = subprocess.Popen([sys.executable, str(APP), str(tmp_path / "clusters.json"), str(tmp_path / "routing.json"),
+                            str(ctl), topic, group], stderr=(tmp_path / "app.err").open("w"))
+    mirror = subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", str(main.file)],
+                              stdout=subprocess.DEVNULL, stderr=(tmp_path / "mirror.err").open("w"))
+    try:
+        wait_for(lambda: len(_log(ctl / "consumed.log")) >= 150, 60, "the app to consume on the old cluster")
+        legacy = _legacy(main, tmp_path)
+        shadow(legacy, cluster="old")  # the old pipeline, up to now
+        wait_for(lambda: cutover("mirror", "status", "--plan", str(main.file), "-o", "json").json()["lag"] < 200,
+                 60, f"the mirror to catch up (its log: {tmp_path / 'mirror.err'})")
+        shadow(main)
+
+        dry = cutover("promote", "--plan", str(main.file), "--dry-run", "-o", "json")
+        assert dry.code == 3, dry.err  # not verified yet: the one refusal; --verify below runs it
+        assert [c["name"] for c in dry.json()["checks"] if not c["passed"]] == ["verify-passed"]
+        assert [s["name"] for s in dry.json()["steps"]] == [*PROMOTE, f"hand-over:{ns}.legacy", "resume"]
+        assert not (tmp_path / "journal").joinpath(ns, "journal.jsonl").exists()  # a dry run journals nothing
+
+        # --verify: the first run verifies the tables now (Spark) before anything moves
+        killed, promoted = _switch(main, "promote", kills, [*PROMOTE, f"hand-over:{ns}.legacy", "resume"], "--verify")
+        assert killed == len(PROMOTE) + 2 + 2
+        assert promoted["phase"] == "promoted" and promoted["freeze_window"]["seconds"] > 0
+        assert json.loads((tmp_path / "routing.json").read_text())["active"] == "new"
+        at_promote = len(_log(ctl / "produced.log"))
+        mirror.terminate()  # fenced by the drain: it could not copy on (and cannot, once records flow back)
+        mirror.wait(60)
+
+        wait_for(lambda: sum(1 for r in _log(ctl / "consumed.log") if r[0] == "new") >= 150, 90,
+                 "the app to produce and consume on the new cluster")
+        shadow(main, canonical=True)  # cutover's writer of the canonical table, after promote
+        killed, rolled = _switch(main, "rollback", kills, [*ROLLBACK, f"hand-back:{ns}.legacy", "resume"])
+        assert killed == len(ROLLBACK) + 2 + 2
+        on_new = [r for r in _log(ctl / "produced.log") if r[0] == "new"]
+        assert rolled["phase"] == "rolled-back" and rolled["carried_back"] == len(on_new) > 0
+        assert json.loads((tmp_path / "routing.json").read_text())["active"] == "old"
+        assert json.loads((ctl / "old-writer.json").read_text())[topic]  # the old writer's restart offsets
+
+        wait_for(lambda: sum(1 for r in _log(ctl / "consumed.log")[len(on_new):] if r[0] == "old") >= 100 and
+                 len(_log(ctl / "produced.log")) > at_promote + len(on_new) + 100, 90,
+                 "the app to produce and consume on the old cluster again")
+        (ctl / "pause").touch()
+        wait_for(lambda: (ctl / "producer.paused").exists(), 60, "the producer to pause")
+        wait_for(lambda: len(_log(ctl / "consumed.log")) >= len(_log(ctl / "produced.log")), 60,
+                 "the consumer to process everything produced")
+        (ctl / "stop").touch()
+        wait_for(lambda: (ctl / "consumer.stopped").exists(), 60, "the consumer to stop")
+    finally:
+        (ctl / "exit").touch()
+        app.wait(60)
+        if mirror.poll() is None:
+            mirror.kill()
+        background.stop(main)
+
+    produced = _log(ctl / "produced.log")
+    seqs = [r[3] for r in produced]
+    assert sorted(seqs) == list(range(len(seqs)))  # every record acknowledged exactly once
+    consumed = Counter(r[3] for r in _log(ctl / "consumed.log"))
+    assert consumed == Counter(seqs), "each record processed exactly once: none re-read, none skipped"
+    last_on_new = max(r[3] for r in on_new)
+    assert all(r[0] == "old" for r in produced if r[3] > last_on_new)
+    old_has = Counter(json.loads(r.value)["seq"] for r in read_all(plan.cluster("old"), topic, PARTITIONS))
+    assert old_has == Counter(seqs), "the old cluster holds every record exactly once after the rollback"
+    new_has = Counter(json.loads(r.value)["seq"] for r in read_all(plan.cluster("new"), topic, PARTITIONS))
+    assert new_has == Counter(s for s in seqs if s <= last_on_new), "the new cluster: all up to the rollback, once"
+
+    shadow(main, cluster="old", canonical=True)  # the old pipeline again, from where it was handed back
+    in_table = Counter(r["seq"] for r in rows(main, f"{ns}.legacy"))
+    assert in_table == Counter(seqs), "the canonical table holds every record exactly once through both switches"
+
+    status = cutover("status", "--plan", str(main.file), "-o", "json")
+    assert status.code == 0, status.err
+    s = status.json()
+    assert s["phase"] == "rolled-back" and s["routing"]["active"] == "old" and s["carried_back"] == len(on_new)
+    assert [st["outcome"] for st in s["steps"]] == ["done"] * (len(ROLLBACK) + 2)
+    history = journal.read(journal.directory(main))
+    assert [r.outcome for r in history.runs].count("done") == 2
+    assert verify_run.last_result(main, f"{ns}.orders")["passed"]  # recorded by promote --verify
+
+
+def _tables_with_verify(plan: Plan, ns: str, result: dict[str, Any] | None) -> None:
+    """The legacy and new tables (same columns) through pyiceberg, and a recorded verify result."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from cutover.lake import catalog as catalog_mod
+
+    assert plan.spec.catalog is not None
+    cat = catalog_mod.load(plan.spec.catalog)
+    schema = Schema(NestedField(1, "seq", LongType(), required=False))
+    for name in (f"{ns}.legacy", f"{ns}.orders"):
+        if not cat.table_exists(name):
+            cat.create_namespace_if_not_exists(ns)
+            cat.create_table(name, schema)
+    if result is not None:
+        verify_run.record(plan, f"{ns}.orders", result)
+
+
+def _refusals(plan: Plan, action: str = "promote") -> dict[str, str]:
+    dry = cutover(action, "--plan", str(plan.file), "--dry-run", "-o", "json")
+    assert dry.code == 3, (dry.code, dry.err)
+    return {c["name"]: c["reason"] for c in dry.json()["checks"] if not c["passed"]}
+
+
+def test_each_precondition_refuses_with_its_reason_and_exit_3(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    from confluent_kafka import Consumer
+
+    from tests.integration.kafka_util import produce
+
+    main = _plan(sandbox, ns, tmp_path, {})
+    data = yaml.safe_load(main.file.read_text())
+    data["gates"]["max_mirror_lag"] = 10
+    main.file.write_text(yaml.safe_dump(data))
+    main = load_plan(main.file)
+    topic, group = f"{ns}.orders", f"{ns}.billing"
+    create_topic(plan.cluster("old"), topic, 1)
+    produce(plan.cluster("old"), topic, [{"value": b'{"seq": %d}' % i} for i in range(20)])
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    produce(plan.cluster("old"), topic, [{"value": b'{"seq": %d}' % i} for i in range(20, 70)])
+    _tables_with_verify(main, ns, None)
+    member = Consumer({**plan.cluster("new"), "group.id": group})
+    member.subscribe([topic])
+    old_member = Consumer({**plan.cluster("old"), "group.id": group, "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest"})
+    old_member.subscribe([topic])
+    wait_for(lambda: old_member.poll(0.2) is not None, 30, "a record on the old cluster")
+    old_member.commit(asynchronous=False)
+    old_member.close()  # the group exists on old, with offsets, and has a member on new
+    wait_for(lambda: member.poll(0.2) is not None or member.assignment(), 30, "the new member to join")
+    lock = journal.acquire(journal.directory(main), "promote")
+    try:
+        refused = _refusals(main)
+        assert "never been verified" in refused["verify-passed"]
+        assert refused["mirror-lag"] == f"mirror lag 50 > gate 10 on {topic}/0 (1 partitions over the gate)"
+        assert refused["groups-idle-on-new"] == f"consumer groups have active members on the new cluster: {group} (1)"
+        assert refused["not-running"].startswith('another promote or rollback holds the lock: {"what": "promote"')
+        execute = cutover("promote", "--plan", str(main.file), "--execute")
+        assert execute.code == 3 and "another promote or rollback is running" in execute.err
+    finally:
+        os.close(lock)
+        member.close()
+    execute = cutover("promote", "--plan", str(main.file), "--execute")
+    assert execute.code == 3 and "promote refused by 2 precondition(s)" in execute.err, execute.err
+    assert not journal.directory(main).joinpath("journal.jsonl").exists() and not (tmp_path / "routing.json").exists()
+
+    now = dt.datetime.now(dt.UTC)
+    _tables_with_verify(main, ns, {"at": now.isoformat(timespec="seconds"), "passed": False})
+    assert "did not pass" in _refusals(main)["verify-passed"]
+    _tables_with_verify(main, ns, {"at": (now - dt.timedelta(hours=2)).isoformat(timespec="seconds"),
+                                   "passed": True})
+    assert "is 120 min old; gates.verify_max_age is 60 min" in _refusals(main)["verify-passed"]
+    assert _refusals(main, "rollback") == {"phase": "there is nothing to roll back (phase ready)"}
+    usage = cutover("promote", "--plan", str(main.file))
+    assert usage.code == 2 and "needs --execute" in usage.err
