@@ -20,6 +20,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from cutover.errors import CutoverError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
 
 TP = tuple[str, int]
@@ -125,22 +126,74 @@ class GroupInfo:
 
 def group_info(ref: ClusterRef, group: str, timeout: float = DEFAULT_TIMEOUT,
                client: AdminClient | None = None) -> GroupInfo:
+    return groups_info(ref, [group], timeout, client)[group]
+
+
+def groups_info(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_TIMEOUT,
+                client: AdminClient | None = None) -> dict[str, GroupInfo]:
+    """Members and committed offsets of many groups: one describe, and the offset reads in flight together."""
+    if not groups:
+        return {}
     c = client or admin(ref)
-    desc = retrying(ref, c, lambda: c.describe_consumer_groups([group], request_timeout=timeout),
-                    f"describing consumer group {group}", timeout)[group]
-    listing = retrying(ref, c, lambda: c.list_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group)], request_timeout=timeout),
-        f"reading the offsets of consumer group {group}", timeout)[group]
-    offsets = {(tp.topic, tp.partition): tp.offset for tp in listing.topic_partitions or [] if tp.offset >= 0}
-    state = desc.state.name.lower() if isinstance(desc.state, ConsumerGroupState) else str(desc.state)
-    return GroupInfo(group, state, len(desc.members or []), offsets)
+    desc = _describe(ref, c, groups, timeout)
+
+    def reads() -> dict:  # type: ignore[type-arg]
+        futures = {}
+        for g in groups:  # the protocol reads one group per request: send them all, then wait
+            futures.update(c.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)], request_timeout=timeout))
+        return futures
+
+    listings = retrying(ref, c, reads, f"reading the offsets of consumer group(s) {', '.join(groups[:5])}", timeout)
+    out = {}
+    for g in groups:
+        d, listing = desc[g], listings[g]
+        offsets = {(tp.topic, tp.partition): tp.offset for tp in listing.topic_partitions or [] if tp.offset >= 0}
+        state = d.state.name.lower() if isinstance(d.state, ConsumerGroupState) else str(d.state)
+        out[g] = GroupInfo(g, state, len(d.members or []), offsets)
+    return out
+
+
+def group_members(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_TIMEOUT,
+                  client: AdminClient | None = None) -> dict[str, int]:
+    """Members per group, for many groups in one request."""
+    desc = _describe(ref, client or admin(ref), groups, timeout) if groups else {}
+    return {g: len(d.members or []) for g, d in desc.items()}
+
+
+def _describe(ref: ClusterRef, client: AdminClient, groups: list[str], timeout: float) -> dict:  # type: ignore[type-arg]
+    return retrying(ref, client, lambda: client.describe_consumer_groups(list(groups), request_timeout=timeout),
+                    f"describing consumer group(s) {', '.join(groups[:5])}", timeout)
 
 
 def commit_group(ref: ClusterRef, group: str, offsets: dict[TP, int], timeout: float = DEFAULT_TIMEOUT,
                  client: AdminClient | None = None) -> None:
-    """Set a group's committed offsets (the broker refuses while the group has members)."""
+    """Set a group's committed offsets, every partition or an error (the broker refuses while the group has members).
+
+    The broker answers per partition, and the call itself succeeds even when partitions
+    are refused: each answer is checked, transient ones (a topic created a moment ago, a
+    coordinator moving) are retried until `timeout`, and any other refusal is raised.
+    """
     client = client or admin(ref)
-    tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-    wait_all(ref, client, client.alter_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group, tps)], request_timeout=timeout),
-        f"committing the offsets of group {group}", timeout)
+    todo = dict(offsets)
+    deadline = time.monotonic() + timeout
+    while todo:
+        tps = [TopicPartition(t, p, o) for (t, p), o in sorted(todo.items())]
+        done = retrying(ref, client, lambda tps=tps: client.alter_consumer_group_offsets(  # type: ignore[misc]
+            [ConsumerGroupTopicPartitions(group, tps)], request_timeout=timeout),
+            f"committing the offsets of group {group}", timeout)
+        refused = {(tp.topic, tp.partition): tp.error for r in done.values() for tp in r.topic_partitions or []
+                   if tp.error is not None}
+        todo = {tp: o for tp, o in todo.items() if tp in refused}
+        if not todo:
+            return
+        tp, err = next(iter(sorted(refused.items())))
+        if not _transient(err) or time.monotonic() > deadline:
+            raise OffsetCommitRefused(f"{ref.describe()} refused the offsets of group {group} on {len(refused)} "
+                                      f"partition(s), e.g. {tp[0]}/{tp[1]}: {err.str()}",
+                                      fix="a group with active members cannot be moved: stop its consumers; "
+                                          "otherwise check the topic and this principal's ACLs")
+        client.poll(0.2)
+
+
+class OffsetCommitRefused(CutoverError):
+    """The broker refused a group's offsets on some partitions."""

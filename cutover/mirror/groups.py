@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cutover.errors import UsageError
-from cutover.kafka.clients import DEFAULT_TIMEOUT
+from cutover.kafka.clients import DEFAULT_TIMEOUT, admin
 from cutover.kafka.inspect import cluster_id, list_groups
-from cutover.kafka.offsets import GroupInfo, commit_group, group_info
+from cutover.kafka.offsets import GroupInfo, OffsetCommitRefused, commit_group, group_info, groups_info
 from cutover.mirror import state as st
 from cutover.mirror.offsetmap import NotYetMirrored, PartitionMap
 
@@ -109,20 +109,19 @@ class GroupOutcome:
 def sync(rt: st.Route, matches: Callable[[str], bool], tr: Translator, owned: Callable[[TP], bool],
          allow_rewind: bool = False, timeout: float = DEFAULT_TIMEOUT) -> list[GroupOutcome]:
     """Commit every selected group's translated offsets on the target, where that is safe."""
-    outcomes = []
-    for group in (g for g in list_groups(rt.source, timeout) if matches(g)):
-        outcomes.append(_sync_one(rt, group, tr, owned, allow_rewind, timeout))
-    return outcomes
+    target_client = admin(rt.target)
+    sources = groups_info(rt.source, [g for g in list_groups(rt.source, timeout) if matches(g)], timeout)
+    mine = {g: {tp: o for tp, o in info.offsets.items() if owned(tp)} for g, info in sources.items()}
+    targets = groups_info(rt.target, [g for g, m in mine.items() if m], timeout, target_client)
+    return [_sync_one(rt, group, mine[group], targets.get(group), tr, allow_rewind, timeout, target_client)
+            for group in sources]
 
 
-def _sync_one(rt: st.Route, group: str, tr: Translator, owned: Callable[[TP], bool], allow_rewind: bool,
-              timeout: float) -> GroupOutcome:
+def _sync_one(rt: st.Route, group: str, mine: dict[TP, int], target: GroupInfo | None, tr: Translator,
+              allow_rewind: bool, timeout: float, client: Any) -> GroupOutcome:
     out = GroupOutcome(group)
-    source = group_info(rt.source, group, timeout)
-    mine = {tp: o for tp, o in source.offsets.items() if owned(tp)}
-    if not mine:
+    if not mine or target is None:
         return out
-    target: GroupInfo = group_info(rt.target, group, timeout)
     if target.active:
         out.reason = f"the group has {target.members} active members on {rt.target.describe()}"
         log.warning("group %s not synced: %s", group, out.reason)
@@ -139,7 +138,12 @@ def _sync_one(rt: st.Route, group: str, tr: Translator, owned: Callable[[TP], bo
             out.committed[tp] = t.target_offset
     changed = {tp: o for tp, o in out.committed.items() if target.offsets.get(tp) != o}
     if changed:
-        commit_group(rt.target, group, changed, timeout)
+        try:
+            commit_group(rt.target, group, changed, timeout, client)
+        except OffsetCommitRefused as exc:  # e.g. a member joined since the check: next sync tries again
+            out.reason, out.committed = exc.message, {}
+            log.warning("group %s not synced: %s", group, exc.message)
+            return out
         log.info("group %s: committed %d partitions on %s", group, len(changed), rt.target.name)
     return out
 

@@ -146,7 +146,7 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> dict[str, Any]:
     opts, rt = r.opts, r.rt
     goal = log_offsets(rt.source, copier.maps, "end", opts.timeout) if opts.until_caught_up else {}
     started = last_report = time.monotonic()
-    last_sync = 0.0
+    last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
     reported = (0, 0, 0)
     sync_every = float(r.plan.spec.mirror.group_sync_interval)
     while not r.stop.is_set():

@@ -25,7 +25,7 @@ from confluent_kafka.admin import (
 
 from cutover.errors import Refused, UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
-from cutover.kafka.offsets import wait_all
+from cutover.kafka.offsets import committed_records, wait_all
 from cutover.mirror.state import MirrorState, Route
 
 log = logging.getLogger("cutover.mirror")
@@ -162,11 +162,22 @@ def _foreign(ref: ClusterRef, topic: str, have: int, want: int, partitions: list
         raise ref.failure(exc, f"reading the offsets of {topic}", consumer) from None
     finally:
         consumer.close()
-    busy = {p: hi - lo for p, (lo, hi) in held.items() if hi > lo}
+    # Offsets alone can mislead: a mirror killed inside its first transaction leaves only aborted
+    # records (aborted by this process's fencing), and those are not anybody's data.
+    busy = {p: hi - lo for p, (lo, hi) in held.items()
+            if hi > lo and _committed_record(ref, topic, p, lo, timeout)}
     if busy:
         problems.append(f"{topic} on {ref.describe()} already holds {sum(busy.values())} records "
                         f"(partitions {sorted(busy)}) that this mirror did not write")
     return problems
+
+
+def _committed_record(ref: ClusterRef, topic: str, partition: int, start: int, timeout: float) -> bool:
+    records = committed_records(ref, [(topic, partition, start)], f"reading {topic}/{partition}", timeout)
+    try:
+        return next(records, None) is not None
+    finally:
+        records.close()  # type: ignore[attr-defined]
 
 
 def _source(entry: ConfigEntry) -> int:

@@ -45,7 +45,7 @@ def test_kill_loop_leaves_every_record_exactly_once(sandbox: Sandbox, plan: Plan
         while kills < 10:
             proc = start_mirror(scoped)
             try:
-                proc.wait(timeout=rnd.uniform(1.0, 3.5))  # a random moment to kill it at
+                proc.wait(timeout=rnd.uniform(1.5, 5.0))  # a random moment to kill it at
             except Exception:
                 proc.kill()
                 proc.communicate(timeout=30)
