@@ -14,7 +14,7 @@ from typing import Any
 
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
-from cutover.kafka.offsets import group_info
+from cutover.kafka.offsets import group_members
 from cutover.switch import hooks, journal, waits
 
 
@@ -110,11 +110,8 @@ def mirror_lag(plan: Any, timeout: float) -> Check:
 def groups_idle(plan: Any, source: str, target: str, timeout: float) -> Check:
     def test() -> str | None:
         ref = ClusterRef(target, plan.cluster(target))
-        busy = {}
-        for g in waits.selected_groups(plan, source, timeout):
-            info = group_info(ref, g, timeout)
-            if info.active:
-                busy[g] = info.members
+        members = group_members(ref, waits.selected_groups(plan, source, timeout), timeout)
+        busy = {g: n for g, n in members.items() if n}
         if busy:
             return f"consumer groups have active members on the {target} cluster: " + ", ".join(
                 f"{g} ({n})" for g, n in sorted(busy.items()))
@@ -163,14 +160,15 @@ def phase(history: journal.History, action: str) -> Check:
         if action == "promote" and now == "rolling-back":
             return "a rollback is unfinished: re-run cutover rollback to finish it"
         if action == "promote" and now == "rolled-back" and _carried(history):
-            return ("this plan was rolled back after its clients switched; records were carried back, so a second "
-                    "promote would need a fresh migration (new target topics, new mirror.state_prefix)")
+            return (f"this plan was rolled back after its clients switched, and {_carried(history)} records written "
+                    "on the new cluster were carried back: a second promote would need a fresh migration (new "
+                    "target topics, new mirror.state_prefix)")
         if action == "rollback" and now in ("ready", "rolled-back"):
             return f"there is nothing to roll back (phase {now})"
         return None
     return Check("phase", f"the migration's phase allows {action}", test)
 
 
-def _carried(history: journal.History) -> bool:
+def _carried(history: journal.History) -> int:
     last = history.last_finished("rollback")
-    return bool(last and last.detail.get("past_point_of_no_return"))
+    return int(last.detail.get("carried_back") or 0) if last else 0

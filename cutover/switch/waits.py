@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from cutover.errors import CutoverError, Refused
-from cutover.kafka.clients import ClusterRef
+from cutover.kafka.clients import ClusterRef, admin
 from cutover.kafka.inspect import list_groups, partition_counts
-from cutover.kafka.offsets import group_info, log_offsets
+from cutover.kafka.offsets import group_members, log_offsets
 from cutover.output import progress
 
 TP = tuple[str, int]
@@ -102,7 +102,9 @@ def quiet(read_ends: Callable[[], dict[TP, int]], period: float, deadline: float
 
 def cluster_quiet(plan: Any, side: str, timeout: float) -> dict[str, Any]:
     tps = selected_partitions(plan, side, timeout)
-    return quiet(lambda: log_offsets(ref(plan, side), tps, "high", timeout),
+    cluster = ref(plan, side)
+    client = admin(cluster)
+    return quiet(lambda: log_offsets(cluster, tps, "high", timeout, client),
                  float(plan.spec.gates.quiet_period), float(plan.spec.switch.quiet_timeout),
                  f"the {side} cluster")
 
@@ -113,9 +115,11 @@ def groups_empty(plan: Any, side: str, timeout: float, clock: Clock | None = Non
     started = clock.now()
     deadline = float(plan.spec.switch.groups_timeout)
     names = selected_groups(plan, side, timeout)
+    client_ref = ref(plan, side)
+    client = admin(client_ref)
     said = started
     while True:
-        active = {g: info.members for g in names if (info := group_info(ref(plan, side), g, timeout)).active}
+        active = {g: n for g, n in group_members(client_ref, names, timeout, client).items() if n}
         if not active:
             return {"groups": names, "waited_seconds": round(clock.now() - started, 3)}
         if clock.now() - started > deadline:

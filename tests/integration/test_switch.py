@@ -63,7 +63,7 @@ def _hooks(folder: Path, ctl: Path, kills: Path) -> dict[str, str]:
     }
 
 
-def _plan(sandbox: Sandbox, ns: str, tmp: Path, hooks: dict[str, str], **pair: Any) -> Plan:
+def _plan(sandbox: Sandbox, ns: str, tmp: Path, hooks: dict[str, str], tables: bool = True, **pair: Any) -> Plan:
     data = yaml.safe_load(sandbox.plan_file.read_text())
     data["env_file"] = str(sandbox.plan_file.parent / data["env_file"])
     data.update({
@@ -77,7 +77,8 @@ def _plan(sandbox: Sandbox, ns: str, tmp: Path, hooks: dict[str, str], **pair: A
         "hooks": hooks,
         "tables": [{"topic": f"{ns}.orders", "old": f"{ns}.legacy", "new": f"{ns}.orders",
                     "schema": [{"name": "seq", "type": "long", "nullable": False}],
-                    "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}, **pair}],
+                    "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}, **pair}]
+        if tables else [],
     })
     path = tmp / f"{ns}.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -206,6 +207,7 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
     assert [st["outcome"] for st in s["steps"]] == ["done"] * (len(ROLLBACK) + 2)
     history = journal.read(journal.directory(main))
     assert [r.outcome for r in history.runs].count("done") == 2
+    assert "a second promote would need a fresh migration" in _refusals(main)["phase"]
     assert verify_run.last_result(main, f"{ns}.orders")["passed"]  # recorded by promote --verify
 
 
@@ -284,3 +286,92 @@ def test_each_precondition_refuses_with_its_reason_and_exit_3(
     assert _refusals(main, "rollback") == {"phase": "there is nothing to roll back (phase ready)"}
     usage = cutover("promote", "--plan", str(main.file))
     assert usage.code == 2 and "needs --execute" in usage.err
+
+
+def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    from tests.integration.kafka_util import produce
+
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    stop_hook = _script(hooks / "stop", 'echo "consumers refused to stop"\nexit 3\n')
+    main = _plan(sandbox, ns, tmp_path, {
+        "stop_consumers": stop_hook,
+        "on_failure": _script(hooks / "failed", f'echo "$CUTOVER_STEP: $CUTOVER_ERROR" > "{ctl}/failure"\n'),
+        "resume": _script(hooks / "resume", f'touch "{ctl}/resumed-$CUTOVER_ACTION-$CUTOVER_ACTIVE"\n'),
+    }, tables=False)
+    data = yaml.safe_load(main.file.read_text())
+    data["switch"]["postpone_file"] = str(tmp_path / "hold")
+    main.file.write_text(yaml.safe_dump(data))
+    topic = f"{ns}.orders"
+    create_topic(plan.cluster("old"), topic, 2)
+    produce(plan.cluster("old"), topic, [{"value": b"%d" % i, "partition": i % 2} for i in range(20)])
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+
+    (tmp_path / "hold").touch()
+    first = subprocess.Popen([sys.executable, "-m", "cutover", "promote", "--plan", str(main.file), "--execute"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        held = wait_for(lambda: (s := cutover("status", "--plan", str(main.file), "-o", "json").json())["running"]
+                        and s["steps"] and s, 60, "promote to hold at the postpone file")
+        assert held["phase"] == "promoting" and held["steps"][0]["name"] == "hold"
+        assert '"what": "promote"' in held["running"]
+        second = cutover("promote", "--plan", str(main.file), "--execute")
+        assert second.code == 3 and "another promote or rollback is running for this plan" in second.err
+        (tmp_path / "hold").unlink()
+        _out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 1, err
+    assert ("promote stopped at step stop-consumers: hook stop_consumers (" + stop_hook + ") exited 3; "
+            "its last lines:\n    consumers refused to stop") in err
+    assert "cutover promote --execute again to continue from stop-consumers" in err
+    assert (ctl / "failure").read_text().startswith("stop-consumers: hook stop_consumers")
+
+    s = cutover("status", "--plan", str(main.file), "-o", "json").json()
+    assert s["phase"] == "promoting" and s["running"] is None
+    assert [(st["name"], st["outcome"]) for st in s["steps"]] == [
+        ("hold", "done"), ("freeze-producers", "done"), ("wait-quiet", "done"), ("drain-mirror", "done"),
+        ("stop-consumers", "failed")]
+    assert s["steps"][0]["detail"]["held_seconds"] > 0
+
+    dry = cutover("rollback", "--plan", str(main.file), "--dry-run", "-o", "json")
+    assert dry.code == 0 and [st["name"] for st in dry.json()["steps"]] == ["resume"]
+    back = cutover("rollback", "--plan", str(main.file), "--execute", "-o", "json")
+    assert back.code == 0, back.err
+    assert back.json()["phase"] == "rolled-back" and not back.json()["past_point_of_no_return"]
+    assert (ctl / "resumed-rollback-old").exists() and not (tmp_path / "routing.json").exists()
+
+    _script(hooks / "stop", "exit 0\n")  # fixed: promote again, from the start
+    again = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
+    assert again.code == 0, again.err
+    assert [st["name"] for st in again.json()["steps"]][-3:] == ["start-reverse-mirror", "switch-clients", "resume"]
+    assert (ctl / "resumed-promote-new").exists() and background.running(main)
+    assert json.loads((tmp_path / "routing.json").read_text())["active"] == "new"
+    again = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
+    assert again.code == 0 and again.json()["already_done"]
+    back = cutover("rollback", "--plan", str(main.file), "--execute", "-o", "json")
+    assert back.code == 0, back.err
+    assert back.json()["carried_back"] == 0 and back.json()["past_point_of_no_return"]
+    assert background.running(main) is None
+    assert cutover("promote", "--plan", str(main.file), "--dry-run").code == 0  # nothing carried back: may go again
+
+
+def test_the_old_writers_position_can_come_from_its_consumer_group(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    from cutover.kafka.clients import ClusterRef
+    from cutover.kafka.offsets import commit_group
+    from cutover.switch import handover
+    from tests.integration.kafka_util import produce
+
+    writer = f"{ns}.lake-writer"
+    main = _plan(sandbox, ns, tmp_path, {}, writer_offsets="group", writer_group=writer)
+    topic = f"{ns}.orders"
+    create_topic(plan.cluster("old"), topic, 3)
+    produce(plan.cluster("old"), topic, [{"value": b"%d" % i, "partition": i % 3} for i in range(30)])
+    commit_group(ClusterRef("old", plan.cluster("old")), writer, {(topic, 0): 4, (topic, 1): 7})
+    positions, source = handover.writer_positions(None, main, main.spec.tables[0], 10)
+    assert positions == {0: 4, 1: 7, 2: 0} and source == f"consumer group {writer}"  # 2: never read, log start

@@ -1,0 +1,124 @@
+"""Switch bench: the freeze window of `cutover promote` vs the same switch done by hand.
+
+    .venv/bin/python bench/switch_bench.py [--topics 12] [--partitions 12] [--groups 20] [--quiet 2]
+
+Brings up a throwaway sandbox, creates TOPICS topics of PARTITIONS partitions on the old
+cluster with 500 records per partition, GROUPS consumer groups with committed offsets on
+three topics each, and mirrors everything. Then, on the same clusters:
+
+1. baseline, by hand: after 50 more records per partition, the minimum an operator
+   scripts without promote: `cutover mirror --until-caught-up` (drain) + `cutover mirror
+   sync-groups` + writing the routing file. No quiet check, no journal, no reverse mirror.
+2. `cutover promote --execute` after another 50 records per partition, with no-op
+   freeze/stop hooks: the freeze window it journals (producer freeze to clients
+   switched), per step.
+
+Prints a Markdown table; the ratio is promote's window over the baseline, with and
+without the quiet period (a policy wait: `gates.quiet_period`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cutover.kafka.clients import ClusterRef
+from cutover.kafka.offsets import commit_group
+from cutover.local.sandbox import Sandbox
+
+
+def cli(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "cutover", *args, "-o", "json"], capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"cutover {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+def produce(props: dict[str, str], topics: list[str], partitions: int, per_partition: int) -> None:
+    producer = Producer({**props, "enable.idempotence": True, "linger.ms": 20})
+    for t in topics:
+        for p in range(partitions):
+            for i in range(per_partition):
+                producer.produce(t, value=b"x" * 200, key=b"%d" % i, partition=p)
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--topics", type=int, default=12)
+    ap.add_argument("--partitions", type=int, default=12)
+    ap.add_argument("--groups", type=int, default=20)
+    ap.add_argument("--quiet", type=float, default=2.0, help="gates.quiet_period, seconds")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cutover-switch-bench-") as tmp:
+        box = Sandbox(Path(tmp) / "sandbox")
+        box.up()
+        try:
+            run(box, Path(tmp), args)
+        finally:
+            box.down()
+
+
+def run(box: Sandbox, tmp: Path, args: argparse.Namespace) -> None:
+    data = yaml.safe_load(box.plan_file.read_text())
+    old = data["clusters"]["old"]
+    topics = [f"bench.t{i:02d}" for i in range(args.topics)]
+    hook = tmp / "noop.sh"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    data.update({"name": "switch-bench", "topics": {"include": ["bench\\..*"]}, "groups": {"include": ["bench-.*"]},
+                 "env_file": str(box.plan_file.parent / data["env_file"]),
+                 "gates": {"quiet_period": args.quiet}, "routing": {"file": str(tmp / "routing.json")},
+                 "switch": {"journal_dir": str(tmp / "journal")},
+                 "hooks": {e: str(hook) for e in ("freeze_producers", "stop_consumers", "switch_clients", "resume")}})
+    plan = tmp / "plan.yaml"
+    plan.write_text(yaml.safe_dump(data))
+    admin = AdminClient(dict(old))
+    for f in admin.create_topics([NewTopic(t, args.partitions, 1) for t in topics]).values():
+        f.result(30)
+    produce(old, topics, args.partitions, 500)
+    ref = ClusterRef("old", old)
+    for g in range(args.groups):
+        mine = [topics[(g + k) % len(topics)] for k in range(3)]
+        commit_group(ref, f"bench-g{g:02d}", {(t, p): 250 for t in mine for p in range(args.partitions)})
+    cli("mirror", "--plan", str(plan), "--until-caught-up")
+
+    produce(old, topics, args.partitions, 50)
+    began = time.monotonic()
+    cli("mirror", "--plan", str(plan), "--until-caught-up")
+    drained = time.monotonic()
+    synced = cli("mirror", "sync-groups", "--plan", str(plan))
+    (tmp / "routing.json").write_text(json.dumps({"active": "new"}))
+    by_hand = time.monotonic() - began
+    ok = [g for g in synced["groups"] if not g["reason"] and not g["skipped"]]
+    assert len(ok) == args.groups, synced
+
+    produce(old, topics, args.partitions, 50)
+    result = cli("promote", "--plan", str(plan), "--execute")
+    window = result["freeze_window"]["seconds"]
+    took = {s["name"]: s["seconds"] for s in result["steps"]}
+    quiet = took["wait-quiet"]
+    print("| topics x partitions | groups | by hand: drain + sync + routing (s) | promote freeze window (s) | "
+          "of which wait-quiet (s) | window / by hand | window without quiet / by hand |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {args.topics} x {args.partitions} | {args.groups} | {by_hand:.1f} (drain {drained - began:.1f}) | "
+          f"{window:.1f} | {quiet:.1f} | {window / by_hand:.2f}x | {(window - quiet) / by_hand:.2f}x |")
+    print()
+    print("promote steps: " + ", ".join(f"{n} {s:.1f}s" for n, s in took.items()))
+    cli("rollback", "--plan", str(plan), "--execute")  # stops the detached reverse mirror
+
+
+if __name__ == "__main__":
+    main()
