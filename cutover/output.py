@@ -32,8 +32,10 @@ def emit(result: Any, fmt: Format, render_text: Callable[[Any], str]) -> None:
 
 
 def progress(message: str) -> None:
-    """A progress or log line for people: always stderr, never stdout."""
-    click.echo(message, err=True)
+    """A progress or log line for people: always stderr, never stdout, never a known secret."""
+    from cutover.secrets import scrub
+
+    click.echo(scrub(message), err=True)
 
 
 def table(rows: list[list[str]], header: list[str] | None = None, indent: str = "  ") -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cutover.errors import CutoverError, Refused
+from cutover.secrets import scrub
 
 JOURNAL_VERSION = 1
 Action = Literal["promote", "rollback"]
@@ -194,7 +195,7 @@ class Journal:
 
     def append(self, event: str, **body: Any) -> None:
         entry = {"v": JOURNAL_VERSION, "t": round(time.time(), 3), "event": event, **body}
-        line = (json.dumps(entry, sort_keys=True, default=str) + "\n").encode()
+        line = (scrub(json.dumps(entry, sort_keys=True, default=str)) + "\n").encode()
         created = not self.path.exists()
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:

@@ -50,7 +50,7 @@ def status(plan: Any, timeout: float = 10.0) -> dict[str, Any]:
         "freeze_window": window(history, action) if last else None,
         "carried_back": last.detail.get("carried_back") if last and last.outcome == "done" else None,
         "mirror": {"forward": _try(lambda: _lag(plan, "forward", timeout)),
-                   "reverse": _try(lambda: _lag(plan, "reverse", timeout)),
+                   "reverse": _try(lambda: _lag(plan, "reverse", timeout)) if history.promote_attempt() else None,
                    "reverse_process": background.running(plan)},
         "verify": _try(lambda: _verify(plan)),
         "routing": _try(lambda: routing.read(plan)) or {"active": "old", "note": "no routing file written yet"},
@@ -71,6 +71,8 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"records carried back from the new cluster: {s['carried_back']:,}")
     for d in ("forward", "reverse"):
         m = s["mirror"][d]
+        if m is None:
+            continue
         lines.append(f"mirror {d}: " + (m["error"] if "error" in m else
                                         f"lag {m['lag']:,} records, {m['partitions_behind']} of "
                                         f"{m['partitions']} partitions behind"

@@ -209,3 +209,20 @@ def test_a_table_pair_must_say_where_its_old_writer_stands(tmp_path: Path) -> No
     assert problems[0] and "old_offset_columns is not set" in problems[0]
     assert problems[1] and "writer_group is not set" in problems[1]
     assert problems[2] is None
+
+
+def test_secrets_in_hook_output_and_the_journal_are_masked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "leaky.sh"
+    script.write_text('#!/bin/sh\necho "connecting with pw-Zq81x"\nexit 1\n')
+    script.chmod(0o755)
+    plan = _plan(tmp_path, hooks={"resume": "./leaky.sh"},
+                 clusters={"old": {"bootstrap.servers": "old:9092"},
+                           "new": {"bootstrap.servers": "new:9092", "sasl.password": "pw-Zq81x"}})
+    with pytest.raises(hooks.HookFailed) as failed:
+        hooks.run(plan, "resume", {}, 30)
+    err = capsys.readouterr().err
+    assert "connecting with *****" in err and "pw-Zq81x" not in err
+    with Journal.open(tmp_path / "j", "promote") as j:
+        j.append("step-end", run="r", step="resume", outcome="failed", error=failed.value.message)
+    text = (tmp_path / "j" / "journal.jsonl").read_text()
+    assert "pw-Zq81x" not in text and "*****" in text
