@@ -12,6 +12,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -303,12 +304,18 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
         "resume": _script(hooks / "resume", f'touch "{ctl}/resumed-$CUTOVER_ACTION-$CUTOVER_ACTIVE"\n'),
     }, tables=False)
     data = yaml.safe_load(main.file.read_text())
-    data["switch"]["postpone_file"] = str(tmp_path / "hold")
+    data["switch"].update({"postpone_file": str(tmp_path / "hold"), "quiet_timeout": "4s"})
     main.file.write_text(yaml.safe_dump(data))
     topic = f"{ns}.orders"
     create_topic(plan.cluster("old"), topic, 2)
     produce(plan.cluster("old"), topic, [{"value": b"%d" % i, "partition": i % 2} for i in range(20)])
     assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    writing = threading.Event()
+
+    def unfrozen_producer() -> None:  # nothing freezes it: the quiet period can never be reached
+        while not writing.is_set():
+            produce(plan.cluster("old"), topic, [{"value": b"late", "partition": 0}])
+            writing.wait(0.05)
 
     (tmp_path / "hold").touch()
     first = subprocess.Popen([sys.executable, "-m", "cutover", "promote", "--plan", str(main.file), "--execute"],
@@ -320,12 +327,20 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
         assert '"what": "promote"' in held["running"]
         second = cutover("promote", "--plan", str(main.file), "--execute")
         assert second.code == 3 and "another promote or rollback is running for this plan" in second.err
+        producer = threading.Thread(target=unfrozen_producer)
+        producer.start()
         (tmp_path / "hold").unlink()
         _out, err = first.communicate(timeout=120)
     finally:
+        writing.set()
         if first.poll() is None:
             first.kill()
-    assert first.returncode == 1, err
+    producer.join(30)
+    assert first.returncode == 3, err
+    assert "promote stopped at step wait-quiet: writes keep arriving on the old cluster after the freeze" in err
+    rerun = cutover("promote", "--plan", str(main.file), "--execute")  # continues at wait-quiet, now quiet
+    err = rerun.err
+    assert rerun.code == 1 and "[3/9] wait-quiet: wait until" in err and "hold: done earlier" in err, err
     assert ("promote stopped at step stop-consumers: hook stop_consumers (" + stop_hook + ") exited 3; "
             "its last lines:\n    consumers refused to stop") in err
     assert "cutover promote --execute again to continue from stop-consumers" in err
