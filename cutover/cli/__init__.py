@@ -46,7 +46,7 @@ def cli(ctx: click.Context, debug: bool, verbose: bool) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import local, mirror, plan, shadow, switch, verify
+    from cutover.cli import drill, local, mirror, plan, shadow, switch, verify
 
     cli.add_command(plan.plan_group)
     cli.add_command(local.local_group)
@@ -57,6 +57,7 @@ def _register() -> None:
     cli.add_command(switch.promote_cmd)
     cli.add_command(switch.rollback_cmd)
     cli.add_command(switch.status_cmd)
+    cli.add_command(drill.drill_group)
 
 
 _register()

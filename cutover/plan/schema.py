@@ -130,7 +130,8 @@ class Builder:
         if not isinstance(value, dict):
             return self._wrong(cls, value, path)
         hints = typing.get_type_hints(cls)
-        fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+        # metadata {"key": ...} names a field whose YAML key is not a Python name (e.g. "with")
+        fields = {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls) if f.init}
         for key in value:
             if key not in fields:
                 close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6)
@@ -144,7 +145,7 @@ class Builder:
                 if required:
                     self.problem(child, "required", f.metadata.get("fix"))
                 continue
-            built = self.build(hints[name], value[name], child)
+            built = self.build(hints[f.name], value[name], child)
             if built is None:
                 continue
             check = f.metadata.get("check")
@@ -152,7 +153,7 @@ class Builder:
                 text = check(built)
                 if text:
                     self.problem(child, text)
-            kwargs[name] = built
+            kwargs[f.name] = built
         try:
             return cls(**kwargs)
         except TypeError:

@@ -1,0 +1,88 @@
+"""`cutover drill RUNBOOK` and `cutover drill show RUNBOOK`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cutover.cli.options import output_option, plan_option
+from cutover.errors import UsageError
+from cutover.output import Format, emit
+
+
+class _RunByDefault(click.Group):
+    """`cutover drill RUNBOOK ...` is `cutover drill run RUNBOOK ...`; `show` is a subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("drill", cls=_RunByDefault)
+def drill_group() -> None:
+    """Rehearse the migration and its failures from a runbook (runbooks/), keeping a report.
+
+    \b
+    cutover drill RUNBOOK --plan FILE [--auto] [--keep-going] [--report DIR] [--param K=V]
+    cutover drill show RUNBOOK
+    """
+
+
+def _params(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {v!r} is not KEY=VALUE", fix="e.g. --param records=500")
+        out[key] = value
+    return out
+
+
+@drill_group.command("run")
+@click.argument("runbook", type=click.Path(dir_okay=False))
+@plan_option
+@click.option("--auto", is_flag=True, help="Do not wait for confirmation at manual steps.")
+@click.option("--keep-going", is_flag=True, help="Go on after a failed expectation (errors still stop).")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), help="Where to write the report.")
+@click.option("--param", "params", multiple=True, metavar="K=V", help="Override a runbook parameter.")
+@click.option("--sandbox", "sandbox_dir", type=click.Path(file_okay=False),
+              help="The local sandbox's folder, if not the default.")
+@output_option
+def run_cmd(runbook: str, plan_file: str, auto: bool, keep_going: bool, report_dir: str | None,
+            params: tuple[str, ...], sandbox_dir: str | None, fmt: Format) -> int:
+    """Run a runbook's steps against the plan's clusters, with live progress and a report."""
+    from cutover.drill import model, runner
+    from cutover.plan import load_plan
+
+    rb = model.load(runbook, _params(params))  # a malformed runbook stops here, before anything runs
+    plan = load_plan(plan_file)
+    result = runner.run(rb, plan, runner.Options(auto, keep_going, Path(report_dir) if report_dir else None,
+                                                 Path(sandbox_dir) if sandbox_dir else None))
+    emit(result, fmt, _render)
+    if not result["passed"]:
+        bad = result["failed_step"]
+        raise runner.DrillFailed(f"drill {rb.name} failed" + (f" at step {bad['number']} ({bad['name']}): "
+                                                              f"{bad['error']}" if bad else ""))
+    return 0
+
+
+def _render(r: dict[str, Any]) -> str:
+    lines = [f"drill {r['runbook']}: {'PASSED' if r['passed'] else 'FAILED'}"]
+    lines += [f"  {s['number']:2}. {s['outcome']:7} {s['name']}" + (f" ({s['seconds']:.1f}s)" if s["seconds"] else "")
+              + (f": {s['error']}" if s["error"] else "") for s in r["steps"]]
+    lines += [f"  {s['number']:2}. not run {s['name']}" for s in r["not_run"]]
+    return "\n".join(lines)
+
+
+@drill_group.command("show")
+@click.argument("runbook", type=click.Path(dir_okay=False))
+@click.option("--param", "params", multiple=True, metavar="K=V", help="Override a runbook parameter.")
+def show_cmd(runbook: str, params: tuple[str, ...]) -> int:
+    """Render a runbook as readable Markdown (validating it on the way)."""
+    from cutover.drill import model, show
+
+    click.echo(show.markdown(model.load(runbook, _params(params))), nl=False)
+    return 0

@@ -1,0 +1,177 @@
+"""What a drill holds while it runs: the plan, the sandbox (when the plan is the sandbox's),
+the sample traffic, background processes, step results, and the lag/freshness samples."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cutover.drill.traffic import GroupConsumer, Traffic
+from cutover.plan import Plan, load_plan
+
+
+@dataclass
+class StepResult:
+    number: int
+    name: str
+    kind: str
+    op: str
+    started: float
+    ended: float | None = None
+    outcome: str = "running"  # passed | failed | error | skipped | manual
+    detail: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        return round(self.ended - self.started, 3) if self.ended is not None else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"number": self.number, "name": self.name, "kind": self.kind, "op": self.op,
+                "started": self.started, "ended": self.ended, "seconds": self.seconds, "outcome": self.outcome,
+                "detail": self.detail, "error": self.error}
+
+
+@dataclass
+class Drill:
+    plan: Plan
+    folder: Path
+    sandbox: Any | None
+    auto: bool
+    traffic: Traffic | None = None
+    consumer: GroupConsumer | None = None
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    results: list[StepResult] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    held: dict[str, Any] = field(default_factory=dict)
+    _switch_plan: Plan | None = None
+
+    @property
+    def ctl(self) -> Path:
+        path = self.folder / "ctl"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def result(self, name: str) -> StepResult | None:
+        return next((r for r in self.results if r.name == name), None)
+
+    def switch_plan(self) -> Plan:
+        """The plan promote and rollback run with: on the sandbox, hooks that drive the drill's own
+        traffic and a journal and routing file in the drill's folder; elsewhere the plan as it is."""
+        if self._switch_plan is not None:
+            return self._switch_plan
+        if self.sandbox is None:
+            self._switch_plan = self.plan
+            return self.plan
+        data = yaml.safe_load(self.plan.file.read_text())
+        env_file = data.get("env_file")
+        if env_file:
+            data["env_file"] = str((self.plan.base_dir / env_file).resolve())
+        hooks = self.folder / "hooks"
+        hooks.mkdir(exist_ok=True)
+        # wait for the acknowledgement only while the drill's producer/consumer runs
+        wait = ('[ -f "{c}/{who}.running" ] || exit 0\n'
+                'i=0; while [ ! -f "{c}/{ack}" ]; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done\n')
+        scripts = {
+            "freeze_producers": f'touch "{self.ctl}/pause"\n' + wait.format(c=self.ctl, who="producer",
+                                                                               ack="producer.paused"),
+            "stop_consumers": f'touch "{self.ctl}/stop"\n' + wait.format(c=self.ctl, who="consumer",
+                                                                            ack="consumer.stopped"),
+            "resume": f'rm -f "{self.ctl}/pause" "{self.ctl}/stop"\n',
+        }
+        data["hooks"] = {}
+        for event, body in scripts.items():
+            path = hooks / event
+            path.write_text("#!/bin/sh\n" + body)
+            path.chmod(0o755)
+            data["hooks"][event] = str(path)
+        data["routing"] = {"file": str(self.folder / "routing.json")}
+        data["switch"] = {**data.get("switch", {}), "journal_dir": str(self.folder / "journal")}
+        path = self.folder / "switch-plan.yaml"
+        path.write_text(yaml.safe_dump(data))
+        self._switch_plan = load_plan(path)
+        return self._switch_plan
+
+    def spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        """A cutover command in the background (its own process group), logging to the drill folder."""
+        log = (self.folder / f"{name}.log").open("ab")
+        proc = subprocess.Popen([sys.executable, "-m", "cutover", *args], stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=log, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def kill(self, name: str, sig: int = signal.SIGKILL, timeout: float = 60) -> int | None:
+        proc = self.procs.pop(name, None)
+        if proc is None:
+            return None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        return proc.returncode
+
+    def close(self) -> None:
+        for name in list(self.procs):
+            self.kill(name, signal.SIGTERM)
+        for part in (self.traffic, self.consumer):
+            if part is not None:
+                part.stop()
+        lock = self.held.pop("catalog_lock", None)
+        if lock is not None:
+            lock.release()
+
+
+class Sampler:
+    """Samples mirror lag and table freshness every few seconds while a drill runs (for the report's charts)."""
+
+    def __init__(self, drill: Drill, every: float = 3.0) -> None:
+        self.drill, self.every = drill, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drill-sampler", daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.drill.samples.append(sample(self.drill.plan))
+
+
+def sample(plan: Plan) -> dict[str, Any]:
+    from cutover.errors import CutoverError
+    from cutover.mirror import status as mirror_status
+    from cutover.shadow import tables
+
+    out: dict[str, Any] = {"t": time.time()}
+    try:
+        out["lag"] = mirror_status.status(plan, "forward", 5.0)["lag"]
+    except CutoverError:
+        out["lag"] = None
+    fresh: dict[str, float | None] = {}
+    for pair in plan.spec.tables:
+        for name in (pair.old, pair.new):
+            try:
+                held = tables.table_offsets(plan, name)
+                fresh[name] = round(time.time() - held.committed_at_ms / 1000, 1) if held.committed_at_ms else None
+            except Exception:  # the catalog may be what a fault took away
+                fresh[name] = None
+    out["freshness"] = fresh
+    return out

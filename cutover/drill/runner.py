@@ -1,0 +1,115 @@
+"""`cutover drill RUNBOOK`: walk a runbook's steps with live progress, keep the evidence.
+
+Actions and faults act; an expectation that does not hold stops the drill (unless
+--keep-going); an error in an action always stops it. Manual steps print their
+instruction and wait for confirmation (unless --auto). Against a plan that is not the
+local sandbox, sandbox faults become manual instructions with a note.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cutover.drill import report
+from cutover.drill.context import Drill, Sampler, StepResult
+from cutover.drill.model import Runbook, Step
+from cutover.drill.ops import OPS, ExpectationFailed
+from cutover.errors import CutoverError, ExitCode
+from cutover.output import progress
+from cutover.plan import Plan
+
+
+class DrillFailed(CutoverError):
+    """A drill's expectation did not hold, or one of its steps failed."""
+
+    exit_code = ExitCode.DIFFERENCES
+
+
+@dataclass(frozen=True)
+class Options:
+    auto: bool = False
+    keep_going: bool = False
+    report_dir: Path | None = None
+    sandbox_dir: Path | None = None
+
+
+def sandbox_for(plan: Plan, folder: Path | None) -> Any | None:
+    """The local sandbox, when the plan's clusters are its clusters (else None: a real environment)."""
+    from cutover.local.sandbox import Sandbox
+
+    box = Sandbox(folder)
+    if not box.exists():
+        return None
+    try:
+        st = box.status()
+    except CutoverError:
+        return None
+    ours = {side: str(st[side].get("bootstrap", "")) for side in ("old", "new")}
+    theirs = {side: plan.cluster(side).get("bootstrap.servers", "") for side in ("old", "new")}
+    return box if ours == theirs else None
+
+
+def says(step: Step) -> str:
+    if step.kind == "manual":
+        return str(step.args)
+    return OPS[(step.kind, step.op)].says(step.args)
+
+
+def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
+    folder = opts.report_dir or Path.cwd() / "drill-reports" / f"{runbook.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    drill = Drill(plan, folder.absolute(), sandbox_for(plan, opts.sandbox_dir), opts.auto)
+    if drill.sandbox is None:
+        progress("note: the plan's clusters are not the local sandbox's: sandbox faults become manual steps")
+    started = time.time()
+    try:
+        with Sampler(drill):
+            for step in runbook.steps:
+                if not _one(drill, step, len(runbook.steps)) and not (opts.keep_going and _failed_check(drill)):
+                    break
+    finally:
+        drill.close()
+    result = report.result(runbook, plan, drill, started)
+    report.write(folder, result)
+    progress(f"drill report: {folder / 'report.html'}")
+    return result
+
+
+def _failed_check(drill: Drill) -> bool:
+    return drill.results[-1].outcome == "failed"
+
+
+def _one(drill: Drill, step: Step, total: int) -> bool:
+    r = StepResult(step.number, step.name, step.kind, step.op, time.time())
+    drill.results.append(r)
+    op = OPS.get((step.kind, step.op))
+    by_hand = step.kind == "manual" or (op is not None and op.sandbox and drill.sandbox is None)
+    progress(f"[{step.number}/{total}] {step.kind} {step.name}: {says(step)}")
+    try:
+        if by_hand:
+            note = "" if step.kind == "manual" else " (not the sandbox: do this by hand)"
+            progress(f"  MANUAL: {says(step)}{note}")
+            r.outcome = "manual"
+            if not drill.auto and not click.confirm("  done?", err=True, default=True):
+                raise ExpectationFailed(f"step {step.number} ({step.name}) was not confirmed")
+        else:
+            assert op is not None
+            r.detail = op.run(drill, step.args) or {}
+            r.outcome = "passed"
+    except ExpectationFailed as exc:
+        r.outcome, r.error = "failed", exc.message
+        progress(f"  FAILED: {exc.message}")
+        return False
+    except (CutoverError, click.Abort) as exc:
+        r.outcome, r.error = "error", getattr(exc, "message", "aborted")
+        progress(f"  ERROR: {r.error}")
+        return False
+    finally:
+        r.ended = time.time()
+    progress(f"  {r.outcome} in {r.seconds:.1f}s")
+    return True

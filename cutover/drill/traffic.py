@@ -1,0 +1,191 @@
+"""Sample traffic for drills and the demo: an orders and payments event generator, and a consumer group.
+
+The producer writes JSON events keyed by customer, with headers, mostly plain and
+every tenth batch in a transaction (one in five of those aborted: their records are
+never part of the ledger). The consumer processes records one by one and commits each
+before the next, so its group's committed offset is always exactly what it processed.
+
+Both follow the routing file (the cluster the switch says is active) and obey control
+files that the switch's hooks write in the drill's folder: `pause` (the producer
+flushes, acknowledges with `producer.paused`, waits, then reconnects to the routed
+cluster) and `stop` (the consumer commits, leaves its group, acknowledges with
+`consumer.stopped`, waits, then rejoins on the routed cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer
+
+from cutover.switch import routing
+
+
+@dataclass(frozen=True)
+class Sent:
+    cluster: str
+    topic: str
+    partition: int
+    offset: int
+    seq: int
+
+
+def _event(topic: str, seq: int, rnd: random.Random, version: int) -> tuple[bytes, bytes, list[Any]]:
+    customer = f"c{rnd.randint(1, 50):03d}"
+    if topic.endswith("payments"):
+        body: dict[str, Any] = {"seq": seq, "payment_id": f"p{seq}", "order_id": f"o{rnd.randint(1, 10**6)}",
+                                "amount": round(rnd.uniform(1, 500), 2), "method": rnd.choice(["card", "sepa"])}
+    else:
+        body = {"seq": seq, "order_id": f"o{seq}", "customer": customer, "amount": round(rnd.uniform(1, 900), 2),
+                "currency": rnd.choice(["EUR", "USD"]), "created_at": int(time.time() * 1000)}
+        if version >= 2:
+            body["channel"] = rnd.choice(["web", "app", "store"])  # the schema change of a drill
+    headers = [("source", b"cutover-drill"), ("trace", uuid.uuid4().hex[:16].encode())]
+    return customer.encode(), json.dumps(body).encode(), headers
+
+
+@dataclass
+class Traffic:
+    plan: Any
+    ctl: Path
+    topics: list[str]
+    rate: float = 100.0
+    transactions: bool = True
+    version: int = 1
+    #: Sequence numbers start at the drill's start time in microseconds, so records of earlier
+    #: drills on the same topics are told apart from this one's.
+    first_seq: int = field(default_factory=lambda: int(time.time() * 1_000_000))
+    sent: list[Sent] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        (self.ctl / "producer.running").touch()
+        self._thread = threading.Thread(target=self._run, name="drill-producer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(60)
+        (self.ctl / "producer.running").unlink(missing_ok=True)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.sent)
+
+    def mine(self, seq: int) -> bool:
+        """Whether a record with this sequence number can be one of this traffic's."""
+        return self.first_seq <= seq < self.first_seq + 10**9
+
+    def _run(self) -> None:
+        rnd, seq, batch = random.Random(7), self.first_seq, 0
+        while not self._stop.is_set():
+            side = routing.active(self.plan)
+            props = self.plan.cluster(side)
+            plain = Producer({**props, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
+            txn = Producer({**props, "transactional.id": f"cutover-drill-{self.plan.name}-{side}"}) \
+                if self.transactions else None
+            if txn:
+                txn.init_transactions(30)
+            while not self._stop.is_set() and not (self.ctl / "pause").exists():
+                batch += 1
+                in_txn = txn is not None and batch % 10 == 0
+                abort = in_txn and rnd.random() < 0.2
+                pending: list[Sent] = []
+                producer = txn if in_txn and txn else plain
+                if in_txn and txn:
+                    txn.begin_transaction()
+                for _ in range(5):
+                    topic = self.topics[seq % len(self.topics)]
+                    key, value, headers = _event(topic, seq, rnd, self.version)
+                    producer.produce(topic, key=key, value=value, headers=headers,
+                                     on_delivery=self._acked(side, seq, pending, keep=not in_txn))
+                    seq += 1
+                if in_txn and txn:
+                    txn.flush(30)
+                    if abort:
+                        txn.abort_transaction(30)
+                    else:
+                        txn.commit_transaction(30)
+                        with self._lock:
+                            self.sent.extend(pending)
+                else:
+                    plain.poll(0)
+                time.sleep(5 / self.rate)
+            if plain.flush(30) or (txn and txn.flush(30)):
+                self.errors.append("records still unacknowledged after 30 s")
+            (self.ctl / "producer.paused").touch()
+            while (self.ctl / "pause").exists() and not self._stop.is_set():
+                time.sleep(0.05)
+            (self.ctl / "producer.paused").unlink(missing_ok=True)
+
+    def _acked(self, side: str, seq: int, pending: list[Sent], keep: bool) -> Any:
+        def done(err: KafkaError | None, msg: Any) -> None:
+            if err is not None:
+                self.errors.append(f"record {seq} not acknowledged: {err}")
+                return
+            sent = Sent(side, msg.topic(), msg.partition(), msg.offset(), seq)
+            if keep:
+                with self._lock:
+                    self.sent.append(sent)
+            else:
+                pending.append(sent)
+        return done
+
+
+@dataclass
+class GroupConsumer:
+    plan: Any
+    ctl: Path
+    topics: list[str]
+    group: str
+    seen: list[Sent] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        (self.ctl / "consumer.running").touch()
+        self._thread = threading.Thread(target=self._run, name="drill-consumer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(60)
+        (self.ctl / "consumer.running").unlink(missing_ok=True)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.seen)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            side = routing.active(self.plan)
+            consumer = Consumer({**self.plan.cluster(side), "group.id": self.group, "enable.auto.commit": False,
+                                 "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+            consumer.subscribe(self.topics)
+            while not self._stop.is_set() and not (self.ctl / "stop").exists():
+                msg = consumer.poll(0.2)
+                if msg is None or msg.error():
+                    continue
+                seq = json.loads(msg.value() or b"{}")["seq"]
+                with self._lock:
+                    self.seen.append(Sent(side, str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0),
+                                          seq))
+                consumer.commit(message=msg, asynchronous=False)
+            consumer.close()
+            (self.ctl / "consumer.stopped").touch()
+            while (self.ctl / "stop").exists() and not self._stop.is_set():
+                time.sleep(0.05)
+            (self.ctl / "consumer.stopped").unlink(missing_ok=True)
