@@ -159,6 +159,9 @@ class ConsumeArgs:
 def _consume_start(d: Drill, a: ConsumeArgs) -> Detail:
     from cutover.drill.traffic import GroupConsumer
 
+    if not d.plan.spec.groups.matches(a.group):
+        raise CutoverError(f"consumer group {a.group} is not selected by the plan's groups, so no switch would move "
+                           "it", fix="pass --param group=NAME with a group the plan's groups.include selects")
     if d.consumer is None:
         d.consumer = GroupConsumer(d.switch_plan(), d.ctl, _topics(d, a.topics), a.group)
         d.consumer.start()
@@ -331,6 +334,62 @@ def _promote(d: Drill, _a: NoArgs) -> Detail:
 @op("action", "rollback", NoArgs, lambda _a: "cutover rollback --execute")
 def _rollback(d: Drill, _a: NoArgs) -> Detail:
     return _switch(d, "rollback")
+
+
+@dataclass(frozen=True)
+class ReplayArgs:
+    #: the cluster whose retained topic the table is rebuilt from
+    cluster: Literal["old", "new"] = "old"
+
+
+@op("action", "replay", ReplayArgs, lambda a: f"rebuild each new table from the {a.cluster} cluster's retained "
+    "topic into <table>_replay, and verify the rebuild against the live table")
+def _replay(d: Drill, a: ReplayArgs) -> Detail:
+    import yaml
+
+    from cutover.plan import load_plan
+    from cutover.shadow import job
+    from cutover.verify import run as verify_run
+
+    data = yaml.safe_load(d.plan.file.read_text())
+    if data.get("env_file"):
+        data["env_file"] = str((d.plan.base_dir / data["env_file"]).resolve())
+    columns = {"partition": "kafka_partition", "offset": "kafka_offset"}
+    data["tables"] = [{**t, "old": t["new"] + "_replay", "old_offset_columns": columns, "checks": []}
+                      for t in data["tables"]]
+    path = d.folder / "replay-plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    compare = load_plan(path)
+    build = dict(data, tables=[{**t, "new": t["old"], "old": t["new"] + "_replay_unused"} for t in data["tables"]])
+    (d.folder / "replay-build.yaml").write_text(yaml.safe_dump(build))
+    rebuilt = job.run(load_plan(d.folder / "replay-build.yaml"), job.Options(cluster=a.cluster, start="earliest"),
+                      threading.Event())
+    result = verify_run.verify(compare, verify_run.Options())
+    d.held["verify"] = result
+    return {"rebuilt": {t["table"]: t["rows"] for t in rebuilt["tables"]}, "verify_passed": result["passed"]}
+
+
+@dataclass(frozen=True)
+class ColumnsArgs:
+    columns: list[str]
+    table: Literal["old", "new"] = "new"
+
+
+@op("expect", "table-has-columns", ColumnsArgs, lambda a: f"the {a.table} tables have column(s) "
+    + ", ".join(a.columns))
+def _has_columns(d: Drill, a: ColumnsArgs) -> Detail:
+    from cutover.shadow import tables
+
+    found = {}
+    for pair in d.plan.spec.tables:
+        name = pair.old if a.table == "old" else pair.new
+        _s, _c, tbl = tables.snapshots(d.plan, name)
+        have = {f.name for f in tbl.schema().fields} if tbl is not None else set()
+        missing = [c for c in a.columns if c not in have]
+        if missing:
+            raise ExpectationFailed(f"table {name} lacks column(s) {', '.join(missing)}")
+        found[name] = sorted(have)
+    return {"columns": found}
 
 
 # ---------------------------------------------------------------- sandbox faults

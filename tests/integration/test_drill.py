@@ -1,0 +1,115 @@
+"""Every shipped runbook, run on the sandbox with reduced parameters; a failing expectation; a
+malformed runbook; a sandbox fault against a plan that is not the sandbox. Real everything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cutover.drill import model, runner
+from cutover.local.sandbox import Sandbox
+from cutover.plan import Plan, load_plan
+from tests.conftest import cutover
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+RUNBOOKS = sorted((Path(__file__).parents[2] / "runbooks").glob("*.yaml"))
+SMALL = {"rate": "100", "records": "150", "backlog": "600"}
+ORDERS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "order_id", "type": "string"},
+          {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
+          {"name": "currency", "type": "string"}, {"name": "created_at", "type": "long"}]
+
+
+def drill_plan(sandbox: Sandbox, ns: str, tmp: Path) -> Plan:
+    data = yaml.safe_load(sandbox.plan_file.read_text())
+    data.update({
+        "name": ns, "env_file": str(sandbox.plan_file.parent / data["env_file"]),
+        "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}\\..*"]},
+        "mirror": {**data["mirror"], "group_sync_interval": "1s"},
+        "spark": {**data["spark"], "trigger_interval": "1s", "checkpoint_dir": str(tmp / "ck")},
+        "gates": {"quiet_period": "2s"},
+        "tables": [{"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", "schema": ORDERS,
+                    "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}}],
+    })
+    path = tmp / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_plan(path)
+
+
+def _params(path: Path, ns: str) -> dict[str, str]:
+    declared = model.load(path).parameters
+    out = {k: v for k, v in SMALL.items() if k in declared}
+    if "group" in declared:
+        out["group"] = f"{ns}.billing"
+    return out
+
+
+@pytest.mark.parametrize("path", RUNBOOKS, ids=[p.stem for p in RUNBOOKS])
+def test_every_shipped_runbook_passes_on_the_sandbox(sandbox: Sandbox, ns: str, tmp_path: Path, path: Path) -> None:
+    plan = drill_plan(sandbox, ns, tmp_path)
+    rb = model.load(path, _params(path, ns))
+    result = runner.run(rb, plan, runner.Options(auto=True, report_dir=tmp_path / "report",
+                                                 sandbox_dir=sandbox.dir))
+    assert result["passed"], (result["failed_step"], [(s["name"], s["outcome"]) for s in result["steps"]])
+    assert [s["outcome"] for s in result["steps"]] == ["passed"] * len(rb.steps)
+    assert result["sandbox"] and json.loads((tmp_path / "report" / "result.json").read_text())["passed"]
+    assert "<polyline" in (tmp_path / "report" / "report.html").read_text() or not result["samples"]
+
+
+def _runbook(tmp: Path, steps: list[dict[str, Any]]) -> Path:
+    path = tmp / "rb.yaml"
+    path.write_text(yaml.safe_dump({"name": "check", "purpose": "a test drill", "steps": steps}))
+    return path
+
+
+def test_a_failing_expectation_stops_the_drill_and_the_report_names_it(
+        sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
+    plan = drill_plan(sandbox, ns, tmp_path)
+    rb = _runbook(tmp_path, [
+        {"name": "traffic", "action": "traffic.start", "with": {"rate": 50}},
+        {"name": "some records", "action": "traffic.wait", "with": {"records": 20}},
+        {"name": "impossibly fast", "expect": "step-within", "with": {"step": "some records", "seconds": 0}},
+        {"name": "never reached", "action": "traffic.stop"},
+    ])
+    run = cutover("drill", str(rb), "--plan", str(plan.file), "--auto", "--report", str(tmp_path / "r"),
+                  "--sandbox", str(sandbox.dir), "-o", "json")
+    assert run.code == 4, run.err
+    assert "drill check failed at step 3 (impossibly fast): step 'some records' took" in run.err
+    result = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert result["failed_step"]["name"] == "impossibly fast" and result["not_run"] == [
+        {"number": 4, "name": "never reached"}]
+    assert "failed at step 3 (impossibly fast)" in (tmp_path / "r" / "report.html").read_text()
+
+
+def test_a_malformed_runbook_is_rejected_before_any_step_runs(sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
+    plan = drill_plan(sandbox, ns, tmp_path)
+    rb = _runbook(tmp_path, [
+        {"name": "traffic", "action": "traffic.start"},
+        {"name": "bad", "fault": "cluster.stop", "with": {"cluster": "newer"}},
+    ])
+    run = cutover("drill", str(rb), "--plan", str(plan.file), "--auto", "--report", str(tmp_path / "r"))
+    assert run.code == 2
+    assert f"{rb}:" in run.err and "step 2 (bad): steps[1].with.cluster: expected one of 'old', 'new'" in run.err
+    assert not (tmp_path / "r").exists()
+    from cutover.kafka.clients import ClusterRef
+    from cutover.kafka.inspect import partition_counts
+
+    assert f"{ns}.orders" not in partition_counts(ClusterRef("old", plan.cluster("old")))  # traffic never started
+
+
+def test_sandbox_faults_become_manual_steps_against_another_environment(
+        sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
+    plan = drill_plan(sandbox, ns, tmp_path)
+    rb = _runbook(tmp_path, [{"name": "stop new", "fault": "cluster.stop", "with": {"cluster": "new"}},
+                             {"name": "tell someone", "manual": "Call the on-call"}])
+    run = cutover("drill", str(rb), "--plan", str(plan.file), "--auto", "--report", str(tmp_path / "r"),
+                  "--sandbox", str(tmp_path / "no-sandbox-here"), "-o", "json")
+    assert run.code == 0, run.err
+    assert "MANUAL: stop the new cluster's broker (not the sandbox: do this by hand)" in run.err
+    assert "MANUAL: Call the on-call" in run.err
+    assert [s["outcome"] for s in run.json()["steps"]] == ["manual", "manual"]
+    assert sandbox.status()["new"]["running"]
