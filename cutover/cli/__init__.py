@@ -58,6 +58,7 @@ def _register() -> None:
     cli.add_command(switch.rollback_cmd)
     cli.add_command(switch.status_cmd)
     cli.add_command(drill.drill_group)
+    cli.add_command(drill.demo_cmd)
 
 
 _register()

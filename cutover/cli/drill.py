@@ -86,3 +86,26 @@ def show_cmd(runbook: str, params: tuple[str, ...]) -> int:
 
     click.echo(show.markdown(model.load(runbook, _params(params))), nl=False)
     return 0
+
+
+@click.command("demo")
+@click.option("--dir", "sandbox_dir", type=click.Path(file_okay=False),
+              help="The sandbox's folder (default ~/.cutover/sandbox, or CUTOVER_SANDBOX).")
+@click.option("--rate", type=click.IntRange(1, 5000), default=100, show_default=True,
+              help="Sample records per second.")
+@click.option("--records", type=click.IntRange(10), default=500, show_default=True,
+              help="Records produced in each phase (old cluster, new cluster, old again).")
+@output_option
+def demo_cmd(sandbox_dir: str | None, rate: int, records: int, fmt: Format) -> int:
+    """The whole migration on the local sandbox: traffic, mirror, shadow, verify, promote, rollback.
+
+    Brings the sandbox up, runs runbooks/full-migration.yaml with --auto on a fresh demo plan,
+    and ends with a summary and the path of the drill report. The sandbox keeps running.
+    """
+    from cutover.drill import demo, runner
+
+    summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records)
+    emit(summary, fmt, demo.render)
+    if not summary["passed"]:
+        raise runner.DrillFailed(f"the demo failed; the report says where: {summary['report']}")
+    return 0

@@ -17,7 +17,8 @@ from tests.conftest import cutover
 
 pytestmark = pytest.mark.usefixtures("spark")
 
-RUNBOOKS = sorted((Path(__file__).parents[2] / "runbooks").glob("*.yaml"))
+#: full-migration runs through `cutover demo` below (the same runbook on the demo plan)
+RUNBOOKS = sorted(p for p in (Path(__file__).parents[2] / "runbooks").glob("*.yaml") if p.stem != "full-migration")
 SMALL = {"rate": "100", "records": "150", "backlog": "600"}
 ORDERS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "order_id", "type": "string"},
           {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
@@ -113,3 +114,15 @@ def test_sandbox_faults_become_manual_steps_against_another_environment(
     assert "MANUAL: Call the on-call" in run.err
     assert [s["outcome"] for s in run.json()["steps"]] == ["manual", "manual"]
     assert sandbox.status()["new"]["running"]
+
+
+def test_the_demo_runs_the_full_migration_and_sums_it_up(sandbox: Sandbox) -> None:
+    run = cutover("demo", "--dir", str(sandbox.dir), "--records", "150", "-o", "json", timeout=900)
+    assert run.code == 0, run.err[-3000:]
+    s = run.json()
+    assert s["passed"] and s["consumed_exactly_once"] and s["verify_passed"] and s["canonical_table_exactly_once"]
+    assert s["freeze_window_seconds"] > 0 and s["carried_back"] > 0 and s["records"] > 450
+    result = json.loads((Path(s["report"]).parent / "result.json").read_text())
+    assert result["runbook"] == "full-migration" and len(result["steps"]) == 19
+    assert [st["outcome"] for st in result["steps"]] == ["passed"] * 19
+    assert result["steps"][12]["detail"]["carried_back"] == s["carried_back"]
