@@ -85,6 +85,12 @@ def test_a_failing_expectation_stops_the_drill_and_the_report_names_it(
         {"number": 4, "name": "never reached"}]
     assert "failed at step 3 (impossibly fast)" in (tmp_path / "r" / "report.html").read_text()
 
+    going = cutover("drill", str(rb), "--plan", str(plan.file), "--auto", "--keep-going", "--report",
+                    str(tmp_path / "r2"), "--sandbox", str(sandbox.dir), "-o", "json")
+    assert going.code == 4, going.err
+    assert [s["outcome"] for s in going.json()["steps"]] == ["passed", "passed", "failed", "passed"]
+    assert going.json()["failed_step"]["name"] == "impossibly fast"
+
 
 def test_a_malformed_runbook_is_rejected_before_any_step_runs(sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
     plan = drill_plan(sandbox, ns, tmp_path)
@@ -126,3 +132,18 @@ def test_the_demo_runs_the_full_migration_and_sums_it_up(sandbox: Sandbox) -> No
     assert result["runbook"] == "full-migration" and len(result["steps"]) == 19
     assert [st["outcome"] for st in result["steps"]] == ["passed"] * 19
     assert result["steps"][12]["detail"]["carried_back"] == s["carried_back"]
+
+
+def test_a_manual_step_waits_for_confirmation_without_auto(sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    plan = drill_plan(sandbox, ns, tmp_path)
+    rb = _runbook(tmp_path, [{"name": "page", "manual": "Page the on-call"}])
+    for answer, code in (("n\n", 4), ("y\n", 0)):
+        done = subprocess.run([sys.executable, "-m", "cutover", "drill", str(rb), "--plan", str(plan.file),
+                               "--report", str(tmp_path / answer.strip())], input=answer, capture_output=True,
+                              text=True, env=dict(os.environ), timeout=120, check=False)
+        assert done.returncode == code, done.stderr
+        assert "MANUAL: Page the on-call" in done.stderr and "done?" in done.stderr
