@@ -21,7 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
@@ -51,8 +51,45 @@ def _event(topic: str, seq: int, rnd: random.Random, version: int) -> tuple[byte
     return customer.encode(), json.dumps(body).encode(), headers
 
 
+class _Worker:
+    """A background thread that the switch's hooks pause through control files (see the module doc).
+
+    Not a dataclass itself: the subclasses are, and declare `ctl` among their own fields.
+    """
+
+    role: ClassVar[str]
+    ctl: Path
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        (self.ctl / f"{self.role}.running").touch()
+        self._thread = threading.Thread(target=self._run, name=f"drill-{self.role}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(60)
+        (self.ctl / f"{self.role}.running").unlink(missing_ok=True)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def _held(self, flag: str, ack: str) -> None:
+        """Acknowledge a hold, wait until the hook lifts it (or the drill stops), then go on."""
+        (self.ctl / ack).touch()
+        while (self.ctl / flag).exists() and not self._stop.wait(0.05):
+            pass
+        (self.ctl / ack).unlink(missing_ok=True)
+
+
 @dataclass
-class Traffic:
+class Traffic(_Worker):
+    role: ClassVar[str] = "producer"
     plan: Any
     ctl: Path
     topics: list[str]
@@ -64,20 +101,6 @@ class Traffic:
     first_seq: int = field(default_factory=lambda: int(time.time() * 1_000_000))
     sent: list[Sent] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        (self.ctl / "producer.running").touch()
-        self._thread = threading.Thread(target=self._run, name="drill-producer", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(60)
-        (self.ctl / "producer.running").unlink(missing_ok=True)
 
     def count(self) -> int:
         with self._lock:
@@ -121,13 +144,10 @@ class Traffic:
                             self.sent.extend(pending)
                 else:
                     plain.poll(0)
-                time.sleep(5 / self.rate)
+                self._stop.wait(5 / self.rate)  # pacing: five records per turn
             if plain.flush(30) or (txn and txn.flush(30)):
                 self.errors.append("records still unacknowledged after 30 s")
-            (self.ctl / "producer.paused").touch()
-            while (self.ctl / "pause").exists() and not self._stop.is_set():
-                time.sleep(0.05)
-            (self.ctl / "producer.paused").unlink(missing_ok=True)
+            self._held("pause", "producer.paused")
 
     def _acked(self, side: str, seq: int, pending: list[Sent], keep: bool) -> Any:
         def done(err: KafkaError | None, msg: Any) -> None:
@@ -144,26 +164,13 @@ class Traffic:
 
 
 @dataclass
-class GroupConsumer:
+class GroupConsumer(_Worker):
+    role: ClassVar[str] = "consumer"
     plan: Any
     ctl: Path
     topics: list[str]
     group: str
     seen: list[Sent] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        (self.ctl / "consumer.running").touch()
-        self._thread = threading.Thread(target=self._run, name="drill-consumer", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(60)
-        (self.ctl / "consumer.running").unlink(missing_ok=True)
 
     def count(self) -> int:
         with self._lock:
@@ -185,7 +192,4 @@ class GroupConsumer:
                                           seq))
                 consumer.commit(message=msg, asynchronous=False)
             consumer.close()
-            (self.ctl / "consumer.stopped").touch()
-            while (self.ctl / "stop").exists() and not self._stop.is_set():
-                time.sleep(0.05)
-            (self.ctl / "consumer.stopped").unlink(missing_ok=True)
+            self._held("stop", "consumer.stopped")

@@ -3,7 +3,7 @@
 Both read the routing file for the cluster to use, and obey control files the test's
 hooks write: `pause` (producer flushes, acks with `producer.paused`, waits, then
 reconnects to the routed cluster) and `stop` (consumer commits, leaves the group, acks
-with `consumer.stopped`, waits, then rejoins on the routed cluster). Logs: every
+with `consumer.stopped`, waits, then rejoins on the routed cluster). SIGTERM ends it. Logs: every
 acknowledged record (produced.log) and every processed record (consumed.log), as
 `cluster partition offset seq` lines. Each processed record is committed before the
 next is taken, so the group's committed offset is always exactly what was processed.
@@ -14,9 +14,9 @@ Usage: python switch_app.py CLUSTERS_JSON ROUTING_FILE CONTROL_DIR TOPIC GROUP
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
@@ -27,8 +27,9 @@ def active(routing: Path) -> str:
 
 
 def wait_gone(flag: Path, stop: threading.Event) -> None:
-    while flag.exists() and not stop.is_set():
-        time.sleep(0.05)
+    """Until the test's hook removes the control file (or the app is told to exit)."""
+    while flag.exists() and not stop.wait(0.05):
+        pass
 
 
 def produce(clusters: dict, routing: Path, ctl: Path, topic: str, stop: threading.Event) -> None:
@@ -47,7 +48,7 @@ def produce(clusters: dict, routing: Path, ctl: Path, topic: str, stop: threadin
                              on_delivery=acked)
             seq += 1
             producer.poll(0)
-            time.sleep(0.01)
+            stop.wait(0.01)  # about 100 records a second
         assert producer.flush(30) == 0
         (ctl / "producer.paused").touch()
         wait_gone(ctl / "pause", stop)
@@ -79,11 +80,10 @@ def main() -> None:
     stop = threading.Event()
     threads = [threading.Thread(target=produce, args=(clusters, routing, ctl, topic, stop)),
                threading.Thread(target=consume, args=(clusters, routing, ctl, topic, group, stop))]
+    signal.signal(signal.SIGTERM, lambda _s, _f: stop.set())
     for t in threads:
         t.start()
-    while not (ctl / "exit").exists():
-        time.sleep(0.1)
-    stop.set()
+    stop.wait()  # until SIGTERM
     for t in threads:
         t.join(60)
 

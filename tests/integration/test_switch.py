@@ -179,7 +179,7 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
         (ctl / "stop").touch()
         wait_for(lambda: (ctl / "consumer.stopped").exists(), 60, "the consumer to stop")
     finally:
-        (ctl / "exit").touch()
+        app.terminate()
         app.wait(60)
         if mirror.poll() is None:
             mirror.kill()

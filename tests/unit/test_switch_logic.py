@@ -87,9 +87,9 @@ def test_an_unknown_journal_version_is_refused(tmp_path: Path) -> None:
 
 def test_the_lock_refuses_a_second_operator_and_dies_with_its_holder(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from cutover.switch.journal import acquire\n"
-        f"acquire(Path({str(tmp_path)!r}), 'promote'); print('held', flush=True); time.sleep(60)")],
-        stdout=subprocess.PIPE, text=True)
+        "import sys; from pathlib import Path; from cutover.switch.journal import acquire\n"
+        f"acquire(Path({str(tmp_path)!r}), 'promote'); print('held', flush=True); sys.stdin.read()")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # holds the lock until killed
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(Refused, match=f'"pid": {holder.pid}'):
