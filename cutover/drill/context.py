@@ -4,6 +4,7 @@ the sample traffic, background processes, step results, and the lag/freshness sa
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -14,10 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cutover.drill.traffic import GroupConsumer, Traffic
-from cutover.plan import Plan, load_plan
+from cutover.plan import Plan, derive
 
 
 @dataclass
@@ -73,10 +72,6 @@ class Drill:
         if self.sandbox is None:
             self._switch_plan = self.plan
             return self.plan
-        data = yaml.safe_load(self.plan.file.read_text())
-        env_file = data.get("env_file")
-        if env_file:
-            data["env_file"] = str((self.plan.base_dir / env_file).resolve())
         hooks = self.folder / "hooks"
         hooks.mkdir(exist_ok=True)
         # wait for the acknowledgement only while the drill's producer/consumer runs
@@ -89,17 +84,14 @@ class Drill:
                                                                             ack="consumer.stopped"),
             "resume": f'rm -f "{self.ctl}/pause" "{self.ctl}/stop"\n',
         }
-        data["hooks"] = {}
         for event, body in scripts.items():
-            path = hooks / event
-            path.write_text("#!/bin/sh\n" + body)
-            path.chmod(0o755)
-            data["hooks"][event] = str(path)
-        data["routing"] = {"file": str(self.folder / "routing.json")}
-        data["switch"] = {**data.get("switch", {}), "journal_dir": str(self.folder / "journal")}
-        path = self.folder / "switch-plan.yaml"
-        path.write_text(yaml.safe_dump(data))
-        self._switch_plan = load_plan(path)
+            (hooks / event).write_text("#!/bin/sh\n" + body)
+            (hooks / event).chmod(0o755)
+        switch = dataclasses.asdict(self.plan.spec.switch)
+        self._switch_plan = derive(self.plan.file, self.folder / "switch-plan.yaml",
+                                   hooks={event: str(hooks / event) for event in scripts},
+                                   routing={"file": str(self.folder / "routing.json")},
+                                   switch={**switch, "journal_dir": str(self.folder / "journal")})
         return self._switch_plan
 
     def spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
@@ -109,6 +101,11 @@ class Drill:
                                 stderr=log, start_new_session=True)
         self.procs[name] = proc
         return proc
+
+    def running(self, name: str) -> int | None:
+        """The pid of the background process `name` if it is alive."""
+        proc = self.procs.get(name)
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def kill(self, name: str, sig: int = signal.SIGKILL, timeout: float = 60) -> int | None:
         proc = self.procs.pop(name, None)

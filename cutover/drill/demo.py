@@ -14,10 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from cutover.drill import model, runner
-from cutover.plan import load_plan
+from cutover.plan import Plan, derive, load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOK = ROOT / "runbooks" / "full-migration.yaml"
@@ -29,31 +27,27 @@ PAYMENTS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "paymen
             {"name": "method", "type": "string"}]
 
 
-def demo_plan(sandbox: Any, folder: Path, ns: str) -> Path:
-    data = yaml.safe_load(sandbox.plan_file.read_text())
+def demo_plan(sandbox: Any, folder: Path, ns: str) -> Plan:
+    base = load_plan(sandbox.plan_file).spec
     offsets = {"partition": "kafka_partition", "offset": "kafka_offset"}
-    data.update({
-        "name": ns, "env_file": str(sandbox.plan_file.parent / data["env_file"]),
-        "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}-.*"]},
-        "mirror": {**data["mirror"], "group_sync_interval": "2s"},
-        "spark": {**data["spark"], "trigger_interval": "2s", "checkpoint_dir": str(folder / "checkpoints")},
-        "gates": {"quiet_period": "2s", "verify_max_age": "1h"},
-        "tables": [
-            {"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", "schema": ORDERS,
-             "old_offset_columns": offsets, "partition_by": ["day(kafka_timestamp)"], "checks": ["orders_basic"]},
-            {"topic": f"{ns}.payments", "old": f"{ns}_legacy.payments", "new": f"{ns}.payments",
-             "schema": PAYMENTS, "old_offset_columns": offsets},
-        ],
-    })
-    data.pop("routing", None)
     folder.mkdir(parents=True, exist_ok=True)
     suite = ROOT / "checks" / "orders_basic.json"
     if suite.exists():
         (folder / "checks").mkdir(exist_ok=True)
         shutil.copy(suite, folder / "checks" / suite.name)
-    path = folder / "plan.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return derive(
+        sandbox.plan_file, folder / "plan.yaml", name=ns, routing=None,
+        topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}-.*"]},
+        mirror={"replication_factor": base.mirror.replication_factor, "group_sync_interval": "2s"},
+        spark={"master": base.spark.master, "conf": base.spark.conf, "trigger_interval": "2s",
+               "checkpoint_dir": str(folder / "checkpoints")},
+        gates={"quiet_period": "2s", "verify_max_age": "1h"},
+        tables=[
+            {"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", "schema": ORDERS,
+             "old_offset_columns": offsets, "partition_by": ["day(kafka_timestamp)"], "checks": ["orders_basic"]},
+            {"topic": f"{ns}.payments", "old": f"{ns}_legacy.payments", "new": f"{ns}.payments",
+             "schema": PAYMENTS, "old_offset_columns": offsets},
+        ])
 
 
 def run(sandbox_dir: Path | None, rate: int, records: int) -> dict[str, Any]:
@@ -65,7 +59,7 @@ def run(sandbox_dir: Path | None, rate: int, records: int) -> dict[str, Any]:
     box.up()
     ns = "demo_" + time.strftime("%Y%m%d%H%M%S")
     folder = box.dir / "demo" / ns
-    plan = load_plan(demo_plan(box, folder, ns))
+    plan = demo_plan(box, folder, ns)
     rb = model.load(RUNBOOK, {"rate": str(rate), "records": str(records), "group": f"{ns}-billing"})
     result = runner.run(rb, plan, runner.Options(auto=True, report_dir=folder / "report", sandbox_dir=box.dir))
     return summary(result, folder)

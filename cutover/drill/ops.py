@@ -194,9 +194,9 @@ def _schema_change(d: Drill, _a: NoArgs) -> Detail:
 @op("action", "mirror.start", NoArgs, lambda _a: "start cutover mirror in the background (unless it runs); wait "
     "until it is copying")
 def _mirror_start(d: Drill, _a: NoArgs) -> Detail:
-    proc = d.procs.get("mirror")
-    if proc is not None and proc.poll() is None:
-        return {"pid": proc.pid, "already_running": True}
+    running = d.running("mirror")
+    if running is not None:
+        return {"pid": running, "already_running": True}
     ready = d.folder / "mirror.ready"
     ready.unlink(missing_ok=True)
     proc = d.spawn("mirror", "mirror", "--plan", str(d.plan.file), "--ready-file", str(ready))
@@ -262,17 +262,17 @@ def _legacy_run(d: Drill, _a: NoArgs) -> Detail:
 
 
 def _legacy_plan(d: Drill) -> Any:
-    import yaml
+    from cutover.plan import derive
 
-    from cutover.plan import load_plan
+    return derive(d.plan.file, d.folder / "legacy-plan.yaml", tables=[
+        {**_pair(p), "new": p.old, "old": p.old + "_standin_unused"} for p in d.plan.spec.tables])
 
-    data = yaml.safe_load(d.plan.file.read_text())
-    if data.get("env_file"):
-        data["env_file"] = str((d.plan.base_dir / data["env_file"]).resolve())
-    data["tables"] = [{**t, "new": t["old"], "old": t["old"] + "_standin_unused"} for t in data["tables"]]
-    path = d.folder / "legacy-plan.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load_plan(path)
+
+def _pair(pair: Any) -> dict[str, Any]:
+    """A table pair as plan YAML (unset keys left out)."""
+    import dataclasses
+
+    return {k: v for k, v in dataclasses.asdict(pair).items() if v is not None}
 
 
 @op("fault", "shadow.kill", NoArgs, lambda _a: "SIGKILL the background shadow job (driver and JVM)")
@@ -287,9 +287,9 @@ def _shadow_kill(d: Drill, _a: NoArgs) -> Detail:
 def _shadow_start(d: Drill, _a: NoArgs) -> Detail:
     from cutover.shadow import tables
 
-    proc = d.procs.get("shadow")
-    if proc is not None and proc.poll() is None:
-        return {"pid": proc.pid, "already_running": True}
+    running = d.running("shadow")
+    if running is not None:
+        return {"pid": running, "already_running": True}
 
     def heads() -> list[Any]:
         return [tables.table_offsets(d.plan, p.new).snapshot_id if tables.exists(d.plan, p.new) else None
@@ -345,25 +345,17 @@ class ReplayArgs:
 @op("action", "replay", ReplayArgs, lambda a: f"rebuild each new table from the {a.cluster} cluster's retained "
     "topic into <table>_replay, and verify the rebuild against the live table")
 def _replay(d: Drill, a: ReplayArgs) -> Detail:
-    import yaml
-
-    from cutover.plan import load_plan
+    from cutover.plan import derive
     from cutover.shadow import job
     from cutover.verify import run as verify_run
 
-    data = yaml.safe_load(d.plan.file.read_text())
-    if data.get("env_file"):
-        data["env_file"] = str((d.plan.base_dir / data["env_file"]).resolve())
     columns = {"partition": "kafka_partition", "offset": "kafka_offset"}
-    data["tables"] = [{**t, "old": t["new"] + "_replay", "old_offset_columns": columns, "checks": []}
-                      for t in data["tables"]]
-    path = d.folder / "replay-plan.yaml"
-    path.write_text(yaml.safe_dump(data))
-    compare = load_plan(path)
-    build = dict(data, tables=[{**t, "new": t["old"], "old": t["new"] + "_replay_unused"} for t in data["tables"]])
-    (d.folder / "replay-build.yaml").write_text(yaml.safe_dump(build))
-    rebuilt = job.run(load_plan(d.folder / "replay-build.yaml"), job.Options(cluster=a.cluster, start="earliest"),
-                      threading.Event())
+    compare = derive(d.plan.file, d.folder / "replay-plan.yaml", tables=[
+        {**_pair(p), "old": p.new + "_replay", "old_offset_columns": columns, "checks": []}
+        for p in d.plan.spec.tables])
+    build = derive(d.plan.file, d.folder / "replay-build.yaml", tables=[
+        {**_pair(p), "new": p.new + "_replay", "old": p.new + "_replay_unused"} for p in d.plan.spec.tables])
+    rebuilt = job.run(build, job.Options(cluster=a.cluster, start="earliest"), threading.Event())
     result = verify_run.verify(compare, verify_run.Options())
     d.held["verify"] = result
     return {"rebuilt": {t["table"]: t["rows"] for t in rebuilt["tables"]}, "verify_passed": result["passed"]}

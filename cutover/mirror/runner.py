@@ -90,10 +90,7 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
 
 def _refuse_after_rollback(plan: Any, timeout: float) -> None:
     """Once the reverse mirror has carried records back, mirroring forward again would copy them twice."""
-    back = st.route(plan, "reverse")
-    carried = {tp: pm for tp, pm in st.load(back, cluster_id(back.source, timeout), with_map=False,
-                                             timeout=timeout).partitions.items()
-               if pm.next_src > pm.start_src and plan.spec.topics.matches(tp[0])}
+    carried = st.carried_back(plan, timeout=timeout)
     if carried:
         tp = min(carried)
         raise Refused(f"the reverse mirror (new to old) has carried records back ({len(carried)} partitions, e.g. "

@@ -150,6 +150,15 @@ def load(rt: Route, source_cluster: str, with_map: bool = True, timeout: float =
     return state
 
 
+def carried_back(plan: Any, with_map: bool = False, timeout: float = DEFAULT_TIMEOUT) -> dict[TP, PartitionMap]:
+    """The plan's partitions of which the reverse mirror (new to old) has copied records."""
+    from cutover.kafka.inspect import cluster_id
+
+    back = route(plan, "reverse")
+    parts = load(back, cluster_id(back.source, timeout), with_map=with_map, timeout=timeout).partitions
+    return {tp: pm for tp, pm in parts.items() if pm.next_src > pm.start_src and plan.spec.topics.matches(tp[0])}
+
+
 def _read(ref: ClusterRef, topics: Iterable[str], timeout: float) -> Iterable[tuple[bytes, bytes]]:
     latest: dict[bytes, bytes | None] = {}
     for msg in committed_records(ref, [(t, 0, 0) for t in topics], "reading the mirror state", timeout,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from cutover import secrets
 from cutover.errors import PlanError
@@ -12,7 +13,7 @@ from cutover.plan.model import ClusterSide, Plan, PlanSpec, TablePair
 from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 
-__all__ = ["ClusterSide", "Plan", "PlanSpec", "TablePair", "load_plan"]
+__all__ = ["ClusterSide", "Plan", "PlanSpec", "TablePair", "derive", "load_plan"]
 
 
 def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
@@ -44,6 +45,34 @@ def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
         secrets.register_config(getattr(spec.clusters, side))
     secrets.register_config(spec.catalog.properties if spec.catalog else {})
     return Plan(spec=spec, file=path)
+
+
+def derive(source: Path, path: Path, **changes: Any) -> Plan:
+    """Write and load a plan made from another plan file with some top-level keys replaced.
+
+    `env_file` is made absolute, so the new file may live anywhere; a change to None drops the key.
+    """
+    import yaml
+
+    data = yaml.safe_load(source.read_text())
+    if data.get("env_file"):
+        data["env_file"] = str((source.parent / data["env_file"]).resolve())
+    data.update(changes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plain = _plain({k: v for k, v in data.items() if v is not None})
+    path.write_text(yaml.safe_dump(plain, sort_keys=False))
+    return load_plan(path)
+
+
+def _plain(value: Any) -> Any:
+    """YAML-safe values: parsed ones (a Duration is a float subclass) back to plain types."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return float(value)
+    return value
 
 
 def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:

@@ -189,7 +189,5 @@ def _fence_shards(plan: Any, direction: st.Direction, timeout: float) -> list[st
 
 def carried_back(plan: Any, timeout: float) -> int:
     """Records the reverse mirror has copied from the new cluster to the old one."""
-    rt = st.route(plan, "reverse")
-    state = st.load(rt, cluster_id(rt.source, timeout), timeout=timeout)
-    return sum(seg.length for tp, pm in state.partitions.items() if plan.spec.topics.matches(tp[0])
+    return sum(seg.length for pm in st.carried_back(plan, with_map=True, timeout=timeout).values()
                for seg in pm.segments)
