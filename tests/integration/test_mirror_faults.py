@@ -43,9 +43,11 @@ def test_kill_loop_leaves_every_record_exactly_once(sandbox: Sandbox, plan: Plan
     rnd, kills = random.Random(3), 0
     try:
         while kills < 10:
-            proc = start_mirror(scoped)
+            ready = tmp_path / f"ready-{kills}"
+            proc = start_mirror(scoped, "--ready-file", str(ready))
+            wait_for(lambda: ready.exists() or proc.poll() is not None, 120, "the mirror to start copying")  # noqa: B023
             try:
-                proc.wait(timeout=rnd.uniform(1.5, 5.0))  # a random moment to kill it at
+                proc.wait(timeout=rnd.uniform(0.3, 2.5))  # a random moment while it copies
             except Exception:
                 proc.kill()
                 proc.communicate(timeout=30)
