@@ -3,8 +3,9 @@
 One directory per plan (`switch.journal_dir/<plan name>/`) holds `journal.jsonl` and
 `lock`. Every entry is one JSON line, written and fsynced before the switch moves on,
 so a re-run after a crash knows exactly which steps finished. A torn last line (the
-machine died mid-write) is ignored; any other unreadable line is refused, never
-guessed at. The lock is an advisory `flock` held for the whole run: the kernel drops
+machine died mid-write) is ignored by readers and cut back (durably) by the next
+writer before it appends, so it never fuses with a new entry; any other unreadable
+line is refused, never guessed at. The lock is an advisory `flock` held for the whole run: the kernel drops
 it when the process dies, so a SIGKILLed run never leaves a stale lock, and a second
 operator is refused with the holder's host, pid and start time.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cutover.errors import CutoverError, Refused
+from cutover.output import progress
 from cutover.secrets import scrub
 
 JOURNAL_VERSION = 1
@@ -189,9 +191,32 @@ class Journal:
     def open(cls, folder: Path, what: str) -> Iterator[Journal]:
         fd = acquire(folder, what)
         try:
-            yield cls(folder, fd)
+            j = cls(folder, fd)
+            j._cut_torn_tail()
+            yield j
         finally:
             os.close(fd)
+
+    def _cut_torn_tail(self) -> None:
+        """Truncate a last line that a crash left without its newline (under the lock, fsynced)."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        if not data or data.endswith(b"\n"):
+            return
+        keep = data.rfind(b"\n") + 1
+        try:
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                os.ftruncate(fd, keep)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise JournalError(f"cannot cut the torn last line of the switch journal {self.path}: {exc.strerror}",
+                               fix="fix permissions, then re-run to continue") from None
+        progress(f"switch journal {self.path}: cut a torn last line ({len(data) - keep} bytes) left by a crash")
 
     def append(self, event: str, **body: Any) -> None:
         entry = {"v": JOURNAL_VERSION, "t": round(time.time(), 3), "event": event, **body}

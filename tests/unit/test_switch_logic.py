@@ -79,6 +79,22 @@ def test_a_torn_last_line_is_ignored_but_a_corrupt_middle_line_is_refused(tmp_pa
         journal.read(tmp_path)
 
 
+def test_a_torn_tail_is_cut_back_before_the_next_entry_is_appended(tmp_path: Path) -> None:
+    """A crash mid-write leaves a fragment; the next writer must not fuse its entry onto it."""
+    with Journal.open(tmp_path, "promote") as j:
+        _run(j, "promote", "a", ["hold"], crashed_in="freeze-producers")
+    path = tmp_path / "journal.jsonl"
+    whole = path.read_bytes()
+    with path.open("ab") as f:
+        f.write(b'{"v": 1, "event": "step-end", "run": "a", "st')  # the machine died mid-write
+    with Journal.open(tmp_path, "promote") as j:  # the re-run opens the journal and goes on
+        assert path.read_bytes() == whole, "the torn fragment is cut back on open, before any append"
+        _run(j, "promote", "b", ["freeze-producers"], finished=True)
+    h = journal.read(tmp_path)  # every later reader can read every line
+    assert h.phase() == "promoted" and [r.run for r in h.runs] == ["a", "b"]
+    assert all(json.loads(line) for line in path.read_bytes().splitlines())
+
+
 def test_an_unknown_journal_version_is_refused(tmp_path: Path) -> None:
     (tmp_path / "journal.jsonl").write_text(json.dumps({"v": 99, "event": "begin"}) + "\n")
     with pytest.raises(journal.JournalError, match="version 99"):
