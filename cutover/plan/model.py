@@ -84,6 +84,9 @@ class TablePair:
     key: list[str] = field(default_factory=list)
     #: great-expectations suites (files in checks/) run against both tables.
     checks: list[str] = field(default_factory=list)
+    #: Columns whose type may be narrower in the new table (a double stored as a float, a long as an
+    #: int, a decimal with fewer digits): verify fails on any other narrowing, which can lose data.
+    allow_narrowing: list[str] = field(default_factory=list)
     on_bad_record: Literal["dead-letter", "fail"] = "dead-letter"
     schema_drift: Literal["evolve", "fail", "dead-letter"] = "evolve"
     #: Where promote reads the old writer's last committed source offsets at the hand-over:

@@ -4,8 +4,9 @@ Both sides arrive as frames of `_p` (Kafka partition, or -1), `_id` (the row ide
 old-space offset, key, or content hash), `_h` (hash of the canonical compared columns),
 and the canonical columns `_c0…`. Rows outside the window carry bucket -1 (lag).
 
-1. One aggregation per side by (partition, coarse bucket): count, sums of the row
-   hashes and of the identities, first and last identity. Equal aggregates: equal rows.
+1. One aggregation per side by (partition, coarse bucket): count, sums of the hashes
+   of (identity, row hash) and of the identities, first and last identity. Equal
+   aggregates: equal rows at equal identities.
    (A row duplicated on one side changes the count; one duplicated identically on both
    sides is not a difference between the tables and is not reported.)
 2. Only the buckets that differ are aggregated again at a finer bucket (bisecting).
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from cutover.verify.canon import NULL
+from cutover.verify.canon import NULL, plain, same
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -84,15 +85,18 @@ def buckets(df: DataFrame, mode: Mode) -> DataFrame:
 def _aggregate(old: DataFrame, new: DataFrame, keys: list[str]) -> tuple[Aggs, Aggs]:
     """One job over both sides: per key, count, order-independent sums, first and last identity.
 
-    The sums are of two 31-bit halves of the row hash and of the identity, each a long
-    (no overflow below 2^32 rows per bucket): equal multisets of rows give equal sums.
+    The sums are of two 31-bit halves of a hash of (identity, row hash) and of the
+    identity, each a long (no overflow below 2^32 rows per bucket): equal multisets of
+    (identity, content) pairs give equal sums. Hashing the identity with the content
+    is what catches records that moved: two rows that traded places, or one missing
+    and one doubled with equal content, leave the multiset of contents unchanged.
     """
     from pyspark.sql import functions as F
 
     ident = F.col("_id") if old.schema["_id"].dataType.simpleString() == "bigint" else F.xxhash64("_id")
     both = old.select(F.lit(0).alias("_side"), *keys, "_id", "_h").unionByName(
         new.select(F.lit(1).alias("_side"), *keys, "_id", "_h"))
-    h = F.col("_h")
+    h = F.xxhash64("_id", "_h")
     rows = both.groupBy("_side", *keys).agg(
         F.count("*"), F.sum(h.bitwiseAND(0x7FFFFFFF)), F.sum(F.shiftright(h, 31).bitwiseAND(0x7FFFFFFF)),
         F.sum(ident.bitwiseAND(0x7FFFFFFF)), F.min("_id"), F.max("_id")).collect()
@@ -236,14 +240,14 @@ def _rows(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, colum
 
 def _value(v: Any) -> Any:
     """A sample value as a person reads it: bytes as text when they are UTF-8, else hex."""
-    if v == NULL:
+    if isinstance(v, str) and v == NULL:
         return None
     if isinstance(v, bytes | bytearray):
         try:
             return bytes(v).decode("utf-8")
         except UnicodeDecodeError:
             return "0x" + bytes(v).hex()
-    return v
+    return plain(v)
 
 
 def _sample(r: Any, kind: str, columns: list[str], canon: list[str]) -> dict[str, Any]:
@@ -251,7 +255,7 @@ def _sample(r: Any, kind: str, columns: list[str], canon: list[str]) -> dict[str
     sample: dict[str, Any] = {"partition": r["_p"], "id": r["_id"]}
     if kind == "mismatched":
         sample["columns"] = {name: {"old": _value(r["r_old"][c]), "new": _value(r["r_new"][c])}
-                             for name, c in zip(columns, canon, strict=True) if r["r_old"][c] != r["r_new"][c]}
+                             for name, c in zip(columns, canon, strict=True) if not same(r["r_old"][c], r["r_new"][c])}
     elif kind == "duplicates":
         sample.update({"old_copies": r["n_o"], "new_copies": r["n_n"]})
     else:

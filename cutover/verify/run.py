@@ -89,7 +89,8 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
     old_cols, new_cols = _columns(old_df), _columns(new_df)
     old_names = {c.name.lower() for c in old_cols}
     kafka_only_new = {c.name.lower() for c in new_cols if c.name.startswith("kafka_")} - old_names
-    schema = schema_diff(old_cols, new_cols, ignore_old | _META, _META | kafka_only_new)
+    schema = schema_diff(old_cols, new_cols, ignore_old | _META, _META | kafka_only_new,
+                         set(pair.allow_narrowing))
     new_types = {c.name.lower(): c for c in new_cols}
     compared = [c for c in old_cols if c.name.lower() in new_types and c.name.lower() not in ignore_old | _META]
     if mode == "key":

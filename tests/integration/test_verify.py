@@ -75,19 +75,31 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
     _sql(spark, main, "DELETE FROM {t} WHERE id = 7", f"{ns}.orders")
     _sql(spark, main, "INSERT INTO {t} SELECT * FROM {t} WHERE id = 8", f"{ns}.orders")
     _sql(spark, main, "UPDATE {t} SET name = 'changed' WHERE id = 9", f"{ns}.orders")
+    for table in (f"{ns}.orders", f"{ns}.legacy"):  # NaN on both sides is equal, in the counts and the samples
+        _sql(spark, main, "UPDATE {t} SET score = CAST('NaN' AS DOUBLE) WHERE id = 9", table)
     _sql(spark, main, "DELETE FROM {t} WHERE id = 10", f"{ns}.legacy")
+    # Two records that traded places (same partition, same bucket): equal content overall, each wrong.
+    _sql(spark, main, """MERGE INTO {t} AS a USING (
+        SELECT x.kafka_partition AS p, x.kafka_offset AS o, y.id, y.name, y.amount, y.score
+        FROM {t} x JOIN {t} y ON (x.id = 11 AND y.id = 13) OR (x.id = 13 AND y.id = 11)) AS b
+        ON a.kafka_partition = b.p AND a.kafka_offset = b.o
+        WHEN MATCHED THEN UPDATE SET a.id = b.id, a.name = b.name, a.amount = b.amount, a.score = b.score""",
+         f"{ns}.orders")
     run = cutover("verify", "--plan", str(main.file), "-o", "json", "--report", str(tmp_path / "report"))
     assert run.code == 4, run.err
     t = run.json()["tables"][0]
     assert not t["passed"]
     assert {k: t["counts"][k] for k in ("missing", "extra", "mismatched", "duplicates_new", "duplicates_old")} == {
-        "missing": 1, "extra": 1, "mismatched": 1, "duplicates_new": 1, "duplicates_old": 0}
-    where = {i: (rows[i]["kafka_partition"], rows[i]["kafka_offset"]) for i in (7, 8, 9, 10)}
+        "missing": 1, "extra": 1, "mismatched": 3, "duplicates_new": 1, "duplicates_old": 0}
+    where = {i: (rows[i]["kafka_partition"], rows[i]["kafka_offset"]) for i in (7, 8, 9, 10, 11, 13)}
     s = t["samples"]
     assert [(x["partition"], x["id"]) for x in s["missing"]] == [where[7]]
     assert [(x["partition"], x["id"]) for x in s["extra"]] == [where[10]]
-    assert [(x["partition"], x["id"], x["columns"]) for x in s["mismatched"]] == [
-        (*where[9], {"name": {"old": "n9", "new": "changed"}})]
+    swapped = {"id": {"old": 11, "new": 13}, "name": {"old": "n11", "new": "n13"},
+               "amount": {"old": "11.25", "new": "13.25"}, "score": {"old": 11 / 3, "new": 13 / 3}}
+    assert sorted((x["partition"], x["id"], x["columns"]) for x in s["mismatched"]) == sorted([
+        (*where[9], {"name": {"old": "n9", "new": "changed"}}), (*where[11], swapped),
+        (*where[13], {c: {"old": v["new"], "new": v["old"]} for c, v in swapped.items()})])
     assert [(x["partition"], x["id"], x["new_copies"]) for x in s["duplicates"]] == [(*where[8], 2)]
     assert {g: v["passed"] for g, v in t["gates"].items()} == {
         "max_missing_rows": False, "max_extra_rows": False, "max_mismatched_rows": False,
@@ -121,7 +133,7 @@ def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
     topic = f"{ns}.orders"
     main = shadow_plan(sandbox.plan_file, ns, tmp_path, [
         {"topic": topic, "old": f"{ns}.legacy", "new": f"{ns}.orders", "schema": SCHEMA, "key": ["id"],
-         "checks": ["orders_basic"]}])
+         "checks": ["orders_basic"], "allow_narrowing": ["amount"]}])
     create_topic(plan.cluster("new"), topic, 2)
     produce_txn(plan.cluster("new"), topic, f"{ns}-tx", [(_records(0, 20), True)])
     shadow(main)
@@ -144,6 +156,9 @@ def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
     t = result["tables"][0]
     assert t["mode"] == "key" and t["counts"]["matched"] == 20 and t["counts"]["mismatched"] == 0, t["samples"]
     assert t["schema"]["passed"] and {c["column"] for c in t["schema"]["type_changed"]} == {"amount", "score"}
+    # decimal(14,4) in the old table, decimal(12,2) in the new: narrowing, accepted because the plan allows it
+    assert [(c["column"], c["narrowing"], c["allowed"]) for c in t["schema"]["type_changed"]] == [
+        ("amount", True, True), ("score", False, True)]
     assert [(s["side"], s["success"]) for s in t["suites"]] == [("old", True), ("new", True)]
     assert result["passed"]
 
@@ -158,7 +173,8 @@ def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
 def test_a_column_of_another_type_family_fails_the_schema_check(sandbox: Sandbox, plan: Plan, spark: Any,
                                                                 tmp_path: Path, ns: str) -> None:
     topic = f"{ns}.orders"
-    changed = [c if c["name"] != "amount" else {"name": "amount", "type": "double"} for c in SCHEMA]
+    narrower = {"amount": {"name": "amount", "type": "double"}, "score": {"name": "score", "type": "float"}}
+    changed = [narrower.get(c["name"], c) for c in SCHEMA]
     main = shadow_plan(sandbox.plan_file, ns, tmp_path, [
         {"topic": topic, "old": f"{ns}.legacy", "new": f"{ns}.orders", "schema": changed, "key": ["id"]}])
     legacy = shadow_plan(sandbox.plan_file, f"{ns}_l", tmp_path, [
@@ -169,8 +185,11 @@ def test_a_column_of_another_type_family_fails_the_schema_check(sandbox: Sandbox
     shadow(legacy)
     t = verify_run.verify(main, verify_run.Options())["tables"][0]
     assert not t["passed"] and not t["schema"]["passed"]
-    assert t["schema"]["type_changed"] == [{"column": "amount", "old": "decimal(12,2)", "new": "double",
-                                            "same_family": False}]
+    assert t["schema"]["type_changed"] == [
+        {"column": "amount", "old": "decimal(12,2)", "new": "double", "same_family": False, "narrowing": False,
+         "allowed": False},
+        {"column": "score", "old": "double", "new": "float", "same_family": True, "narrowing": True,
+         "allowed": False}]
     assert t["counts"]["mismatched"] == 0  # 1.25 as decimal and as double are the same value
 
 
