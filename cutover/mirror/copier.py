@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -74,13 +75,17 @@ class Copier:
         self.dirty: set[TP] = set()
         self.totals = Totals()
         self.source_cluster = ""
+        self.writer: st.StateWriter | None = None
         self._pending_groups: list[st.GroupSync] = []
 
     def init(self) -> None:
         """Fence older producers of this shard and abort their open transaction."""
         self._call(lambda: self.producer.init_transactions(self.timeout), "starting the transactional producer")
 
-    def assign(self, source_cluster: str, maps: dict[TP, PartitionMap]) -> None:
+    def assign(self, source_cluster: str, maps: dict[TP, PartitionMap], log: st.ShardLog | None = None) -> None:
+        """Own these partitions from the given points on; `log` is where this shard's state stands."""
+        if self.writer is None:
+            self.writer = st.StateWriter(self.rt, source_cluster, str(self.shard), log)
         self.source_cluster = source_cluster
         for tp, pm in maps.items():
             if tp not in self.maps:
@@ -131,6 +136,8 @@ class Copier:
                 return self._commit(batch.messages, batch.reached, gaps)
             except _Abortable as exc:
                 log.warning("transaction aborted (%s); retrying the same records (attempt %d)", exc, attempt)
+                if self.writer is not None:
+                    self.writer.aborted()
                 self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
         raise CutoverError(f"the {self.rt.target.name} cluster aborted five transactions in a row",
                            fix="check the target brokers' health and logs, then run the mirror again")
@@ -160,25 +167,34 @@ class Copier:
         self._flush()
         if failures:
             return self._failed(messages, reached, gaps, failures)
-        written = _pairs(messages, results)
-        updates = self._updates(written, reached, gaps)
+        updates = self._updates(_pairs(messages, results), reached, gaps)
         if not updates and not self._pending_groups:
             self._call(lambda: self.producer.abort_transaction(self.timeout), "ending an empty transaction")
             return 0
-        now = time.time()
-        for tp, (pm, segs) in updates.items():
-            self._state(*st.progress_record(self.source_cluster, tp, pm, str(self.shard), now),
-                        self.rt.progress_topic)
-            if segs:
-                self._state(*st.segments_record(self.source_cluster, tp, segs), self.rt.offsets_topic)
+        writer = self.writer
+        assert writer is not None
+        after = None
+        if updates and writer.due(self.maps):
+            after = self._after(updates)
+            self._checkpoint(writer, after)
+        elif updates:
+            self._state(*writer.delta(updates))
         for sync in self._pending_groups:
-            self._state(*st.group_record(self.source_cluster, sync), self.rt.progress_topic)
+            self._state(self.rt.progress_topic, *st.group_record(self.source_cluster, sync))
         self._flush()
-        self._call(lambda: self.producer.commit_transaction(self.timeout), "committing a transaction")
-        for tp, (pm, segs) in updates.items():
-            pm.segments = self.maps[tp].segments
-            pm.add(segs)
-            self.maps[tp] = pm
+        try:
+            self._call(lambda: self.producer.commit_transaction(self.timeout), "committing a transaction")
+        except BaseException:
+            writer.aborted()
+            raise
+        writer.committed()
+        if after is not None:
+            self.maps.update(after)
+        else:
+            for tp, (pm, segs) in updates.items():
+                pm.replace(*self.maps[tp].arrays())
+                pm.add(segs)
+                self.maps[tp] = pm
         self.dirty.clear()
         self._pending_groups = []
         self.totals.records += len(messages)
@@ -186,18 +202,42 @@ class Copier:
         self.totals.transactions += 1
         return len(messages)
 
+    def _after(self, updates: dict[TP, tuple[PartitionMap, list[Segment]]]) -> dict[TP, PartitionMap]:
+        """Every owned partition's state as it will be once this transaction commits (copies)."""
+        out = {}
+        for tp, old in self.maps.items():
+            pm, segs = updates.get(tp, (old.progress(), []))
+            src, tgt, length = old.arrays()
+            pm.replace(array("q", src), array("q", tgt), array("q", length))
+            pm.add(segs)
+            out[tp] = pm
+        return out
+
+    def _checkpoint(self, writer: st.StateWriter, after: dict[TP, PartitionMap]) -> None:
+        """The shard's whole state in this transaction, then the pointer to it (which needs its offset)."""
+        offsets: list[int] = []
+        for i, (topic, key, value) in enumerate(writer.checkpoint(after)):
+            on_delivery = (lambda err, m: offsets.append(_off(m)) if err is None else None) if i == 0 else None
+            self._state(topic, key, value, on_delivery)
+        self._flush()
+        if not offsets:
+            raise _Abortable("the first part of the mirror's checkpoint was not acknowledged")
+        for topic, key, value in writer.pointer(offsets[0]):
+            self._state(topic, key, value)
+
     def _updates(self, written: dict[TP, list[tuple[int, int]]], reached: dict[TP, int],
                  gaps: dict[TP, Gap]) -> dict[TP, tuple[PartitionMap, list[Segment]]]:
         out = {}
         for tp in set(written) | set(reached) | set(gaps) | self.dirty:
             old = self.maps[tp]
-            pm = PartitionMap(old.start_src, old.next_src, old.next_tgt, [], list(old.gaps))
+            pm = old.progress()
             if tp in gaps:
                 pm.gaps.append(gaps[tp])
                 pm.next_src = max(pm.next_src, gaps[tp].end)
             pairs = written.get(tp, [])
             if pairs:
                 pm.next_tgt = pairs[-1][1] + 1
+                pm.records += len(pairs)
             pm.next_src = max(pm.next_src, reached.get(tp, 0))
             if (pm.next_src, pm.next_tgt, len(pm.gaps)) != (old.next_src, old.next_tgt, len(old.gaps)) \
                     or tp in self.dirty:
@@ -239,9 +279,10 @@ class Copier:
             except KafkaException as exc:
                 raise self._classify(exc.args[0], "writing a record") from None
 
-    def _state(self, key: bytes, value: bytes, topic: str) -> None:
+    def _state(self, topic: str, key: bytes, value: bytes | None,
+               on_delivery: Callable[[KafkaError | None, Message], None] | None = None) -> None:
         try:
-            self.producer.produce(topic, key=key, value=value, partition=0)
+            self.producer.produce(topic, key=key, value=value, partition=0, on_delivery=on_delivery)
         except KafkaException as exc:
             raise self._classify(exc.args[0], "writing the mirror's progress") from None
 

@@ -157,16 +157,9 @@ def record(outcomes: list[GroupOutcome]) -> list[st.GroupSync]:
 def sync_now(plan: Any, direction: st.Direction, allow_rewind: bool = False,
              timeout: float = DEFAULT_TIMEOUT) -> list[GroupOutcome]:
     """On-demand sync (all partitions), recorded in the mirror state like a running mirror's."""
-    from confluent_kafka import Producer
-
     rt = st.route(plan, direction)
     outcomes = sync(rt, plan.spec.groups.matches, translator(rt, plan, timeout), lambda _tp: True,
                     allow_rewind, timeout)
     source = cluster_id(rt.source, timeout)
-    producer = Producer(rt.target.config(**{"enable.idempotence": True}))
-    for sync_ in record(outcomes):
-        key, value = st.group_record(source, sync_)
-        producer.produce(rt.progress_topic, key=key, value=value, partition=0)
-    if producer.flush(timeout) > 0:
-        raise rt.target.failure(None, "recording the group sync", producer)
+    st.note(rt, [st.group_record(source, sync_) for sync_ in record(outcomes)], timeout)
     return outcomes

@@ -16,8 +16,9 @@ reached yet cannot be translated (yet), and that is said, never guessed.
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, order=True)
@@ -65,48 +66,89 @@ class NotYetMirrored(LookupError):
     """The position is beyond what the mirror has copied: translating it now would guess."""
 
 
-@dataclass
 class PartitionMap:
-    """Everything the mirror has committed about one partition."""
+    """Everything the mirror has committed about one partition.
 
-    #: The source offset the mirror started at (the log start when it first ran).
-    start_src: int = 0
-    #: Every source record below this offset has been read and, if committed, copied.
-    next_src: int = 0
-    #: The target position just after the last record the mirror wrote.
-    next_tgt: int = 0
-    segments: list[Segment] = field(default_factory=list)
-    gaps: list[Gap] = field(default_factory=list)
+    The segments are kept as three arrays of 64-bit integers (source start, target start,
+    length), not as objects: a day of mirroring is millions of segments, and arrays keep
+    that to 24 bytes each and make bulk loading a copy of bytes.
+    """
+
+    __slots__ = ("_len", "_src", "_tgt", "gaps", "next_src", "next_tgt", "records", "start_src")
+
+    def __init__(self, start_src: int = 0, next_src: int = 0, next_tgt: int = 0,
+                 segments: Iterable[Segment] | None = None, gaps: Iterable[Gap] | None = None,
+                 records: int = 0) -> None:
+        #: The source offset the mirror started at (the log start when it first ran).
+        self.start_src = start_src
+        #: Every source record below this offset has been read and, if committed, copied.
+        self.next_src = next_src
+        #: The target position just after the last record the mirror wrote.
+        self.next_tgt = next_tgt
+        self.gaps: list[Gap] = list(gaps or [])
+        #: Records copied so far (the sum of the segments' lengths, known even when they were not loaded).
+        self.records = records
+        self._src, self._tgt, self._len = array("q"), array("q"), array("q")
+        if segments is not None:
+            self.add(segments)
+            self.records = records or sum(self._len)
+
+    def __repr__(self) -> str:
+        return (f"PartitionMap(start_src={self.start_src}, next_src={self.next_src}, next_tgt={self.next_tgt}, "
+                f"segments={self.segment_count}, gaps={self.gaps}, records={self.records})")
+
+    @property
+    def segments(self) -> list[Segment]:
+        return [Segment(*t) for t in zip(self._src, self._tgt, self._len, strict=True)]
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._src)
+
+    def arrays(self) -> tuple[array[int], array[int], array[int]]:
+        """The segments as (source starts, target starts, lengths): the form the state and verify use."""
+        return self._src, self._tgt, self._len
+
+    def progress(self) -> PartitionMap:
+        """A copy of the progress (offsets, gaps, record count) without the segments."""
+        return PartitionMap(self.start_src, self.next_src, self.next_tgt, None, self.gaps, self.records)
+
+    def replace(self, src: array[int], tgt: array[int], length: array[int]) -> None:
+        """Take these segments as the whole map (a checkpoint read back)."""
+        self._src, self._tgt, self._len = src, tgt, length
 
     def add(self, new: Iterable[Segment]) -> None:
         for seg in new:
-            if self.segments and seg.src < self.segments[-1].src_end:
-                if seg in self.segments:
+            if self._src and seg.src < self._src[-1] + self._len[-1]:
+                i = bisect.bisect_left(self._src, seg.src)
+                if i < len(self._src) and (self._src[i], self._tgt[i], self._len[i]) == (seg.src, seg.tgt, seg.length):
                     continue  # the same committed segment read twice
-                self.segments.insert(bisect.bisect(self.segments, seg), seg)
+                self._src.insert(i, seg.src)
+                self._tgt.insert(i, seg.tgt)
+                self._len.insert(i, seg.length)
             else:
-                self.segments.append(seg)
+                self._src.append(seg.src)
+                self._tgt.append(seg.tgt)
+                self._len.append(seg.length)
 
     def translate(self, offset: int) -> int:
         """Target position of source position `offset` (exact; raises NotYetMirrored)."""
         if offset > self.next_src:
             raise NotYetMirrored(f"source offset {offset} is beyond the mirror's progress {self.next_src}")
-        i = bisect.bisect_right(self.segments, offset, key=lambda s: s.src) - 1
-        if i >= 0 and offset < self.segments[i].src_end:
-            seg = self.segments[i]
-            return seg.tgt + (offset - seg.src)
-        if i + 1 < len(self.segments):
-            return self.segments[i + 1].tgt
+        i = bisect.bisect_right(self._src, offset) - 1
+        if i >= 0 and offset < self._src[i] + self._len[i]:
+            return self._tgt[i] + (offset - self._src[i])
+        if i + 1 < len(self._src):
+            return self._tgt[i + 1]
         return self.next_tgt
 
     def invert(self, offset: int) -> int:
         """Source position of target position `offset`: the inverse, used to carry groups back."""
         if offset > self.next_tgt:
             raise NotYetMirrored(f"target offset {offset} is beyond what the mirror wrote ({self.next_tgt})")
-        i = bisect.bisect_right(self.segments, offset, key=lambda s: s.tgt) - 1
-        if i >= 0 and offset < self.segments[i].tgt_end:
-            seg = self.segments[i]
-            return seg.src + (offset - seg.tgt)
-        if i + 1 < len(self.segments):
-            return self.segments[i + 1].src
+        i = bisect.bisect_right(self._tgt, offset) - 1
+        if i >= 0 and offset < self._tgt[i] + self._len[i]:
+            return self._src[i] + (offset - self._tgt[i])
+        if i + 1 < len(self._tgt):
+            return self._src[i + 1]
         return self.next_src

@@ -80,7 +80,7 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
             fwd = st.route(plan, "forward")
             r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
         _prepare_topics(r, state)
-        copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)))
+        copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)), state.logs.get(str(opts.shard)))
         if opts.on_ready:
             opts.on_ready()
         return _loop(r, copier, metrics)

@@ -189,5 +189,4 @@ def _fence_shards(plan: Any, direction: st.Direction, timeout: float) -> list[st
 
 def carried_back(plan: Any, timeout: float) -> int:
     """Records the reverse mirror has copied from the new cluster to the old one."""
-    return sum(seg.length for pm in st.carried_back(plan, with_map=True, timeout=timeout).values()
-               for seg in pm.segments)
+    return sum(pm.records for pm in st.carried_back(plan, timeout=timeout).values())

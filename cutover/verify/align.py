@@ -57,9 +57,8 @@ def translate_column(spark: SparkSession, maps: dict[int, PartitionMap], partiti
     import pandas as pd
     from pyspark.sql.functions import pandas_udf
 
-    arrays = {p: (np.array([s.tgt for s in pm.segments], dtype=np.int64),
-                  np.array([s.src for s in pm.segments], dtype=np.int64),
-                  np.array([s.length for s in pm.segments], dtype=np.int64)) for p, pm in maps.items()}
+    arrays = {p: tuple(np.array(a, dtype=np.int64) for a in (pm.arrays()[1], pm.arrays()[0], pm.arrays()[2]))
+              for p, pm in maps.items()}
     shared = spark.sparkContext.broadcast(arrays)
 
     def to_old(parts: pd.Series, offs: pd.Series) -> pd.Series:
