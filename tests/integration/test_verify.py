@@ -5,6 +5,7 @@ one), with planted differences found exactly."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -69,15 +70,8 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
     assert t["lag"]["old_ahead"] == t["lag"]["new_ahead"] == 0
     assert verify_run.last_result(main, f"{ns}.orders")["passed"] is True  # type: ignore[index]
 
-    # Plant: a dropped row (id 7), a duplicated row (id 8), an altered value (id 9), and an
-    # extra row (id 10 removed from the legacy table, so only the new table has it).
     rows = {r["id"]: r for r in spark.table(tables.qualified(main, f"{ns}.legacy")).collect()}
-    _sql(spark, main, "DELETE FROM {t} WHERE id = 7", f"{ns}.orders")
-    _sql(spark, main, "INSERT INTO {t} SELECT * FROM {t} WHERE id = 8", f"{ns}.orders")
-    _sql(spark, main, "UPDATE {t} SET name = 'changed' WHERE id = 9", f"{ns}.orders")
-    for table in (f"{ns}.orders", f"{ns}.legacy"):  # NaN on both sides is equal, in the counts and the samples
-        _sql(spark, main, "UPDATE {t} SET score = CAST('NaN' AS DOUBLE) WHERE id = 9", table)
-    _sql(spark, main, "DELETE FROM {t} WHERE id = 10", f"{ns}.legacy")
+    where = {i: (rows[i]["kafka_partition"], rows[i]["kafka_offset"]) for i in (7, 8, 9, 10, 11, 13)}
     # Two records that traded places (same partition, same bucket): equal content overall, each wrong.
     _sql(spark, main, """MERGE INTO {t} AS a USING (
         SELECT x.kafka_partition AS p, x.kafka_offset AS o, y.id, y.name, y.amount, y.score
@@ -85,21 +79,36 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
         ON a.kafka_partition = b.p AND a.kafka_offset = b.o
         WHEN MATCHED THEN UPDATE SET a.id = b.id, a.name = b.name, a.amount = b.amount, a.score = b.score""",
          f"{ns}.orders")
+    t = verify_run.verify(main, verify_run.Options())["tables"][0]  # alone in their bucket: no other difference
+    swapped = {"id": {"old": 11, "new": 13}, "name": {"old": "n11", "new": "n13"},
+               "amount": {"old": Decimal("11.25"), "new": Decimal("13.25")}, "score": {"old": 11 / 3, "new": 13 / 3}}
+    back = {c: {"old": v["new"], "new": v["old"]} for c, v in swapped.items()}
+    assert not t["passed"] and t["counts"]["mismatched"] == 2 and t["counts"]["matched"] == 58
+    assert [(x["partition"], x["id"], x["columns"]) for x in t["samples"]["mismatched"]] == [
+        (*where[11], swapped), (*where[13], back)]
+
+    # Plant: a dropped row (id 7), a duplicated row (id 8), an altered value (id 9), and an
+    # extra row (id 10 removed from the legacy table, so only the new table has it).
+    _sql(spark, main, "DELETE FROM {t} WHERE id = 7", f"{ns}.orders")
+    _sql(spark, main, "INSERT INTO {t} SELECT * FROM {t} WHERE id = 8", f"{ns}.orders")
+    _sql(spark, main, "UPDATE {t} SET name = 'changed' WHERE id = 9", f"{ns}.orders")
+    for table in (f"{ns}.orders", f"{ns}.legacy"):  # NaN on both sides is equal, in the counts and the samples
+        _sql(spark, main, "UPDATE {t} SET score = CAST('NaN' AS DOUBLE) WHERE id = 9", table)
+    _sql(spark, main, "DELETE FROM {t} WHERE id = 10", f"{ns}.legacy")
     run = cutover("verify", "--plan", str(main.file), "-o", "json", "--report", str(tmp_path / "report"))
     assert run.code == 4, run.err
     t = run.json()["tables"][0]
     assert not t["passed"]
     assert {k: t["counts"][k] for k in ("missing", "extra", "mismatched", "duplicates_new", "duplicates_old")} == {
         "missing": 1, "extra": 1, "mismatched": 3, "duplicates_new": 1, "duplicates_old": 0}
-    where = {i: (rows[i]["kafka_partition"], rows[i]["kafka_offset"]) for i in (7, 8, 9, 10, 11, 13)}
     s = t["samples"]
     assert [(x["partition"], x["id"]) for x in s["missing"]] == [where[7]]
     assert [(x["partition"], x["id"]) for x in s["extra"]] == [where[10]]
-    swapped = {"id": {"old": 11, "new": 13}, "name": {"old": "n11", "new": "n13"},
-               "amount": {"old": "11.25", "new": "13.25"}, "score": {"old": 11 / 3, "new": 13 / 3}}
+    swapped["amount"] = {"old": "11.25", "new": "13.25"}  # through the CLI's JSON
+    back["amount"] = {"old": "13.25", "new": "11.25"}
     assert sorted((x["partition"], x["id"], x["columns"]) for x in s["mismatched"]) == sorted([
         (*where[9], {"name": {"old": "n9", "new": "changed"}}), (*where[11], swapped),
-        (*where[13], {c: {"old": v["new"], "new": v["old"]} for c, v in swapped.items()})])
+        (*where[13], back)])
     assert [(x["partition"], x["id"], x["new_copies"]) for x in s["duplicates"]] == [(*where[8], 2)]
     assert {g: v["passed"] for g, v in t["gates"].items()} == {
         "max_missing_rows": False, "max_extra_rows": False, "max_mismatched_rows": False,
