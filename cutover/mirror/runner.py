@@ -45,6 +45,8 @@ class Options:
     batch_seconds: float = 0.5
     #: Called once the process owns its partitions and knows where each resumes.
     on_ready: Callable[[], None] | None = None
+    #: The switch's own drain: runs although the switch has closed the forward mirror to everyone else.
+    for_switch: bool = False
 
 
 @dataclass
@@ -67,6 +69,8 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
     r = Run(plan, opts, stop)
     rt, sel = r.rt, plan.spec.topics
     r.source_cluster = cluster_id(rt.source, opts.timeout)
+    if opts.direction == "forward" and not opts.for_switch:
+        _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))  # before fencing anyone
     if opts.direction == "forward":
         _refuse_after_rollback(plan, opts.timeout)
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
@@ -76,6 +80,8 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
     try:
         copier.init()
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)
+        if opts.direction == "forward" and not opts.for_switch:
+            _refuse_while_switched(plan, state.marks)  # closed while this process was starting
         if opts.direction == "reverse":
             fwd = st.route(plan, "forward")
             r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
@@ -86,6 +92,13 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
         return _loop(r, copier, metrics)
     finally:
         copier.close()
+
+
+def _refuse_while_switched(plan: Any, marks: dict[str, Any]) -> None:
+    reason = st.closed_by_switch(marks.get(plan.name))
+    if reason:
+        raise Refused(reason, fix="the forward mirror runs again once cutover rollback --execute has finished; "
+                                  "stop any supervisor that restarts it meanwhile")
 
 
 def _refuse_after_rollback(plan: Any, timeout: float) -> None:

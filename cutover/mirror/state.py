@@ -481,6 +481,52 @@ def carried_back(plan: Any, timeout: float = DEFAULT_TIMEOUT) -> dict[TP, Partit
     return {tp: pm for tp, pm in parts.items() if pm.records > 0 and plan.spec.topics.matches(tp[0])}
 
 
+def marks(rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, dict[str, Any]]:
+    """The switch's marks (plan name -> mark) alone: the progress topic, not the map."""
+    client = admin(rt.target)
+    try:
+        present = rt.progress_topic in client.list_topics(timeout=timeout).topics
+    except KafkaException as exc:
+        raise rt.target.failure(exc, "listing topics", client) from None
+    if not present:
+        return {}
+    goal = _stable_ends(rt.target, [rt.progress_topic], timeout, client)[rt.progress_topic]
+    out: dict[str, dict[str, Any]] = {}
+    for msg in _scan(rt.target, rt.progress_topic, 0, goal, timeout, MirrorState(source_cluster)):
+        key, value = msg.key(), msg.value()
+        if key is None:
+            continue
+        kind, cluster, *rest = json.loads(key)
+        if kind == "switch" and cluster == source_cluster:
+            if value is None:
+                out.pop(rest[0], None)
+            else:
+                out[rest[0]] = _body(key, value, rt)
+    return out
+
+
+def set_mark(plan: Any, forward: Literal["open", "closed"], action: str, run: str,
+             timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """Record in the forward mirror's state whether it may run: the switch closes it before it drains
+    the mirror for a promote, and reopens it when a rollback is done."""
+    from cutover.kafka.inspect import cluster_id
+
+    rt = route(plan, "forward")
+    ensure_topics(rt, plan.spec.mirror.replication_factor, timeout)
+    note(rt, [mark_record(cluster_id(rt.source, timeout), plan.name, forward, action, run)], timeout)
+    return {"forward_mirror": forward}
+
+
+def closed_by_switch(mark: dict[str, Any] | None) -> str | None:
+    """Why the forward mirror must not run (None when it may)."""
+    if not mark or mark.get("forward") != "closed":
+        return None
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(mark.get("at", 0)))
+    return (f"{mark.get('action', 'promote')} closed the forward mirror of this plan (run {mark.get('run')}, {at}) "
+            "before draining it: clients may be writing to the new cluster, and the reverse mirror carries their "
+            "records to the old one, so mirroring old to new now would copy them back a second time")
+
+
 def note(rt: Route, records: list[tuple[bytes, bytes]], timeout: float = DEFAULT_TIMEOUT) -> None:
     """Write records to the progress topic outside any mirror transaction (idempotent producer)."""
     producer = Producer(rt.target.config(**{"enable.idempotence": True}))

@@ -28,6 +28,7 @@ class Effects(Protocol):
     def groups_empty(self, side: str) -> Detail: ...
     def sync_groups(self, direction: st.Direction) -> Detail: ...
     def reverse_mirror(self, on: bool) -> Detail: ...
+    def reopen_mirror(self) -> Detail: ...
     def route(self, side: str) -> Detail: ...
     def hand_over(self, pair: TablePair) -> Detail: ...
     def hand_back(self, pair: TablePair) -> Detail: ...
@@ -58,9 +59,11 @@ class Live:
 
         if direction == "reverse":
             background.stop(self.plan)
+        else:  # no forward mirror may start from here on: it would copy back what the reverse mirror carries
+            st.set_mark(self.plan, "closed", self.action, self.run, self.timeout)
         fenced = _fence_shards(self.plan, direction, self.timeout)
         summary = runner.run(self.plan, runner.Options(direction=direction, until_caught_up=True,
-                                                       timeout=self.timeout), threading.Event())
+                                                       timeout=self.timeout, for_switch=True), threading.Event())
         if summary["gaps"]:
             raise CutoverError(f"the {direction} mirror reports data deleted on the source before it was copied: "
                                + ", ".join(f"{g['topic']}/{g['partition']}" for g in summary["gaps"]),
@@ -93,6 +96,9 @@ class Live:
 
     def reverse_mirror(self, on: bool) -> Detail:
         return background.start(self.plan) if on else background.stop(self.plan)
+
+    def reopen_mirror(self) -> Detail:
+        return st.set_mark(self.plan, "open", self.action, self.run, self.timeout)
 
     def route(self, side: str) -> Detail:
         body = routing.write(self.plan, side, self.run)
@@ -137,7 +143,9 @@ class DryRun:
                            f"(give up after {g.switch.quiet_timeout:.0f}s)")
 
     def drain(self, direction: st.Direction) -> Detail:
-        return self._would(f"run the {direction} mirror in this process until it has copied everything "
+        closing = "close the forward mirror to every other process (in its state), then " \
+            if direction == "forward" else ""
+        return self._would(f"{closing}run the {direction} mirror in this process until it has copied everything "
                            "(fencing any other mirror process of this plan)")
 
     def groups_empty(self, side: str) -> Detail:
@@ -151,6 +159,10 @@ class DryRun:
     def reverse_mirror(self, on: bool) -> Detail:
         return self._would("start the reverse mirror (new -> old) in the background" if on else
                            "stop the background reverse mirror")
+
+    def reopen_mirror(self) -> Detail:
+        return self._would("mark the forward mirror as free to run again in its state on the new cluster (it "
+                           "still refuses while records carried back to the old cluster would be copied twice)")
 
     def route(self, side: str) -> Detail:
         path = routing.path(self.plan)

@@ -65,6 +65,11 @@ def _hand_back(pair: TablePair) -> Callable[[Effects], Detail]:
     return act
 
 
+def _reopen() -> Step:
+    return Step("reopen-mirror", "let the forward mirror (old -> new) run again; it still refuses while records "
+                "carried back to the old cluster would be copied twice", lambda fx: fx.reopen_mirror())
+
+
 def promote(plan: Any) -> list[Step]:
     quiet = f"{plan.spec.gates.quiet_period:.0f}s"
     steps = [
@@ -102,6 +107,7 @@ def rollback(plan: Any, history: History) -> list[Step]:
         if "start-reverse-mirror" in promoted:
             steps.append(Step("stop-reverse-mirror", "stop the background reverse mirror",
                               lambda fx: fx.reverse_mirror(False)))
+        steps.append(_reopen())
         steps.append(Step("resume", "resume producers and consumers on the old cluster (hook resume)",
                           lambda fx: fx.hook("resume", active="old")))
         return steps
@@ -123,6 +129,7 @@ def rollback(plan: Any, history: History) -> list[Step]:
     steps += [Step(f"hand-back:{p.old}", f"stop cutover's writer of {p.old}; restart the old writer at the "
                    "translated offsets", _hand_back(p))
               for p in plan.spec.tables if f"hand-over:{p.old}" in promoted]
+    steps.append(_reopen())
     steps.append(Step("resume", "resume producers and consumers, on the old cluster again (hook resume)",
                       lambda fx: fx.hook("resume", active="old")))
     return steps

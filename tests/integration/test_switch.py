@@ -162,8 +162,9 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
         wait_for(lambda: sum(1 for r in _log(ctl / "consumed.log") if r[0] == "new") >= 150, 90,
                  "the app to produce and consume on the new cluster")
         shadow(main, canonical=True)  # cutover's writer of the canonical table, after promote
-        killed, rolled = _switch(main, "rollback", kills, [*ROLLBACK, f"hand-back:{ns}.legacy", "resume"])
-        assert killed == len(ROLLBACK) + 2 + 2
+        killed, rolled = _switch(main, "rollback", kills, [*ROLLBACK, f"hand-back:{ns}.legacy", "reopen-mirror",
+                                                           "resume"])
+        assert killed == len(ROLLBACK) + 3 + 2
         on_new = [r for r in _log(ctl / "produced.log") if r[0] == "new"]
         assert rolled["phase"] == "rolled-back" and rolled["carried_back"] == len(on_new) > 0
         assert json.loads((tmp_path / "routing.json").read_text())["active"] == "old"
@@ -205,7 +206,7 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
     assert status.code == 0, status.err
     s = status.json()
     assert s["phase"] == "rolled-back" and s["routing"]["active"] == "old" and s["carried_back"] == len(on_new)
-    assert [st["outcome"] for st in s["steps"]] == ["done"] * (len(ROLLBACK) + 2)
+    assert [st["outcome"] for st in s["steps"]] == ["done"] * (len(ROLLBACK) + 3)
     history = journal.read(journal.directory(main))
     assert [r.outcome for r in history.runs].count("done") == 2
     assert "a second promote would need a fresh migration" in _refusals(main)["phase"]
@@ -354,7 +355,7 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     assert s["steps"][0]["detail"]["held_seconds"] > 0
 
     dry = cutover("rollback", "--plan", str(main.file), "--dry-run", "-o", "json")
-    assert dry.code == 0 and [st["name"] for st in dry.json()["steps"]] == ["resume"]
+    assert dry.code == 0 and [st["name"] for st in dry.json()["steps"]] == ["reopen-mirror", "resume"]
     back = cutover("rollback", "--plan", str(main.file), "--execute", "-o", "json")
     assert back.code == 0, back.err
     assert back.json()["phase"] == "rolled-back" and not back.json()["past_point_of_no_return"]
@@ -368,11 +369,30 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     assert json.loads((tmp_path / "routing.json").read_text())["active"] == "new"
     again = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
     assert again.code == 0 and again.json()["already_done"]
+    # Past the point of no return the forward mirror refuses to start: a supervisor restarting it would
+    # copy back what the reverse mirror carries to the old cluster. The switch says so in the mirror state.
+    refused = cutover("mirror", "--plan", str(main.file), "--until-caught-up")
+    assert refused.code == 3 and "promote closed the forward mirror" in refused.err, refused.err
+
+    journal_file = journal.directory(main) / "journal.jsonl"
+    with journal_file.open("ab") as f:
+        f.write(b'{"v": 1, "event": "begin", "action": "rollb')  # the operator's machine died mid-write
     back = cutover("rollback", "--plan", str(main.file), "--execute", "-o", "json")
     assert back.code == 0, back.err
     assert back.json()["carried_back"] == 0 and back.json()["past_point_of_no_return"]
     assert background.running(main) is None
-    assert cutover("promote", "--plan", str(main.file), "--dry-run").code == 0  # nothing carried back: may go again
+    assert journal.read(journal.directory(main)).phase() == "rolled-back"  # the torn line was cut, not fused
+    assert all(json.loads(line) for line in journal_file.read_bytes().splitlines())
+
+    # The reverse mirror ran but carried nothing back (it only stepped over the forward mirror's last
+    # commit marker): the forward mirror runs again, and a second promote goes all the way.
+    forward = cutover("mirror", "--plan", str(main.file), "--until-caught-up")
+    assert forward.code == 0, forward.err
+    second = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
+    assert second.code == 0, second.err
+    assert second.json()["phase"] == "promoted" and json.loads((tmp_path / "routing.json").read_text())["run"] == \
+        second.json()["run"]
+    assert cutover("rollback", "--plan", str(main.file), "--execute").code == 0
 
 
 def test_the_old_writers_position_can_come_from_its_consumer_group(

@@ -130,14 +130,14 @@ def test_promote_steps_and_the_rollback_chosen_by_the_point_of_no_return(tmp_pat
         _run(j, "promote", "a", ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers",
                                  "sync-groups", "start-reverse-mirror"], crashed_in=None)
     early = journal.read(tmp_path / "early")
-    assert [s.name for s in steps.rollback(plan, early)] == ["stop-reverse-mirror", "resume"]
+    assert [s.name for s in steps.rollback(plan, early)] == ["stop-reverse-mirror", "reopen-mirror", "resume"]
 
     with Journal.open(tmp_path / "late", "promote") as j:
         _run(j, "promote", "a", ["hold", "switch-clients"], crashed_in="hand-over:legacy.orders")
     late = journal.read(tmp_path / "late")
     assert [s.name for s in steps.rollback(plan, late)] == [
         "freeze-producers", "wait-quiet", "drain-reverse-mirror", "stop-consumers", "sync-groups",
-        "switch-clients", "hand-back:legacy.orders", "resume"]
+        "switch-clients", "hand-back:legacy.orders", "reopen-mirror", "resume"]
 
 
 def test_the_dry_run_says_every_step_and_changes_nothing(tmp_path: Path) -> None:
