@@ -69,11 +69,8 @@ class Live:
                                + ", ".join(f"{g['topic']}/{g['partition']}" for g in summary["gaps"]),
                                fix="cutover mirror status shows the ranges; decide whether to go on by hand")
         left = status.status(self.plan, direction, self.timeout)
-        behind = [p for p in left["partitions"] if p["lag"]]
-        if behind:
-            raise CutoverError(f"the {direction} mirror is still behind after draining: " + ", ".join(
-                f"{p['topic']}/{p['partition']} lag {p['lag']}" for p in behind[:10]),
-                fix="writes are still arriving: check the freeze, then re-run to continue")
+        waits.drained(self.plan, "old" if direction == "forward" else "new",
+                      {(p["topic"], p["partition"]): p["position"] or 0 for p in left["partitions"]}, self.timeout)
         detail: Detail = {"records": summary["records"], "fenced_shards": fenced}
         if direction == "reverse":
             detail["carried_back"] = carried_back(self.plan, self.timeout)
@@ -140,7 +137,8 @@ class DryRun:
     def quiet(self, side: str) -> Detail:
         g = self.plan.spec
         return self._would(f"wait until the {side} cluster's end offsets stand still for {g.gates.quiet_period:.0f}s "
-                           f"(give up after {g.switch.quiet_timeout:.0f}s)")
+                           "and no transaction is open on its partitions (refuse, naming them, after "
+                           f"{g.switch.quiet_timeout:.0f}s)")
 
     def drain(self, direction: st.Direction) -> Detail:
         closing = "close the forward mirror to every other process (in its state), then " \

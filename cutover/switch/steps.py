@@ -76,7 +76,8 @@ def promote(plan: Any) -> list[Step]:
         Step("hold", "hold while the postpone file exists", lambda fx: fx.hold()),
         Step("freeze-producers", "freeze producers on the old cluster (hook freeze_producers)",
              lambda fx: fx.hook("freeze_producers", cluster="old")),
-        Step("wait-quiet", f"wait until the old cluster's end offsets stand still for {quiet}",
+        Step("wait-quiet", f"wait until the old cluster's end offsets stand still for {quiet} and no transaction "
+             "is open",
              lambda fx: fx.quiet("old")),
         Step("drain-mirror", "drain the mirror (old -> new) to zero lag", lambda fx: fx.drain("forward")),
         Step("stop-consumers", "stop consumers (hook stop_consumers); wait until the groups are empty on old",
@@ -115,7 +116,8 @@ def rollback(plan: Any, history: History) -> list[Step]:
     steps = [
         Step("freeze-producers", "freeze producers on the new cluster (hook freeze_producers)",
              lambda fx: fx.hook("freeze_producers", cluster="new")),
-        Step("wait-quiet", f"wait until the new cluster's end offsets stand still for {quiet}",
+        Step("wait-quiet", f"wait until the new cluster's end offsets stand still for {quiet} and no transaction "
+             "is open",
              lambda fx: fx.quiet("new")),
         Step("drain-reverse-mirror", "drain the reverse mirror (new -> old) to zero lag",
              lambda fx: fx.drain("reverse")),

@@ -69,17 +69,36 @@ def hold(plan: Any, clock: Clock | None = None) -> dict[str, Any]:
     return {"postpone_file": str(flag) if flag else None, "held_seconds": round(clock.now() - started, 3)}
 
 
-def quiet(read_ends: Callable[[], dict[TP, int]], period: float, deadline: float, where: str,
-          clock: Clock | None = None) -> dict[str, Any]:
-    """Wait until end offsets stand still for `period` seconds; refuse if writes go on past `deadline`."""
+#: Per partition: (high watermark, last stable offset).
+Ends = dict[TP, tuple[int, int]]
+
+
+def quiet(read_ends: Callable[[], Ends], period: float, deadline: float, where: str,
+          clock: Clock | None = None, bootstrap: str = "HOST:PORT") -> dict[str, Any]:
+    """Wait until the high watermarks stand still for `period` seconds and no transaction is open.
+
+    A transaction left open (an exactly-once app paused mid-transaction, a producer killed
+    less than its transaction timeout ago) holds a partition's last stable offset below
+    its high watermark: its records and every record behind it are not readable committed
+    yet, so the mirror's drain would stop short of them and report no lag. Such a
+    transaction is waited out within `deadline` (a commit or an abort both leave nothing
+    behind), then refused, naming it: cutover never aborts someone else's transaction.
+    """
     clock = clock or Clock()
     started = clock.now()
     ends = read_ends()
     still_since, moved = started, 0
     last_move: tuple[TP, int, int] | None = None
+    seen_open: set[TP] = set()
     said = started
-    while clock.now() - still_since < period:
+    while True:
+        pending = _open(ends)
+        seen_open |= set(pending)
+        if clock.now() - still_since >= period and not pending:
+            break
         if clock.now() - started > deadline:
+            if pending and clock.now() - still_since >= period:
+                raise _open_refusal(where, pending, deadline, bootstrap)
             tp, a, b = last_move if last_move else (("?", -1), 0, 0)
             raise Refused(f"writes keep arriving on {where} after the freeze: {moved} partition moves in "
                           f"{deadline:.0f}s, the last {tp[0]}/{tp[1]} from offset {a} to {b}",
@@ -87,26 +106,76 @@ def quiet(read_ends: Callable[[], dict[TP, int]], period: float, deadline: float
                               "(or cutover rollback to resume on the old cluster)")
         clock.sleep(POLL)
         now_ends = read_ends()
-        changed = [(tp, ends.get(tp, 0), o) for tp, o in now_ends.items() if o != ends.get(tp)]
+        changed = [(tp, ends.get(tp, (0, 0))[0], hs[0]) for tp, hs in now_ends.items()
+                   if hs[0] != ends.get(tp, (None, None))[0]]
         if changed:
             moved += len(changed)
             last_move = changed[-1]
             still_since = clock.now()
         ends = now_ends
         if clock.now() - said >= SAY_EVERY:
-            progress(f"  waiting for {where} to be quiet for {period:.0f}s ({moved} partition moves so far)")
+            waiting = _open(ends)
+            progress(f"  waiting for {where} to be quiet for {period:.0f}s ({moved} partition moves so far"
+                     + (f"; a transaction is open on {', '.join(f'{t}/{p}' for t, p in sorted(waiting)[:5])}"
+                        if waiting else "") + ")")
             said = clock.now()
     return {"quiet_seconds": round(clock.now() - started, 3), "moves": moved,
-            "ends": {f"{t}/{p}": o for (t, p), o in sorted(ends.items())}}
+            "open_transactions_seen": len(seen_open),
+            "ends": {f"{t}/{p}": hs[0] for (t, p), hs in sorted(ends.items())}}
 
 
-def cluster_quiet(plan: Any, side: str, timeout: float) -> dict[str, Any]:
+def _open(ends: Ends) -> dict[TP, tuple[int, int]]:
+    """Partitions whose last stable offset is below the high watermark: (stable, high)."""
+    return {tp: (stable, high) for tp, (high, stable) in ends.items() if stable < high}
+
+
+def _open_refusal(where: str, pending: dict[TP, tuple[int, int]], waited: float, bootstrap: str) -> Refused:
+    shown = sorted(pending.items())
+    ranges = ", ".join(f"{t}/{p}: offsets {lso}..{hw - 1} are undecided" for (t, p), (lso, hw) in shown[:10])
+    (t, p), (lso, _hw) = shown[0]
+    tool = f"kafka-transactions.sh --bootstrap-server {bootstrap}"
+    return Refused(
+        f"a transaction is open on {where} on {ranges}{' (and more)' if len(shown) > 10 else ''}; it stayed "
+        f"open for {waited:.0f}s after the freeze. Its records, and every record written behind it, cannot be "
+        "read committed yet, so the mirror would stop before them: nothing irreversible was done",
+        fix=f"find the producer: {tool} describe-producers --topic {t} --partition {p} (and {tool} list); let "
+            f"its application commit or abort, or, if it is hanging (its producer is gone), abort it: {tool} "
+            f"abort --topic {t} --partition {p} --start-offset {lso}; then re-run to continue "
+            "(or cutover rollback to resume)")
+
+
+def ends_reader(plan: Any, side: str, timeout: float) -> Callable[[], Ends]:
+    """Reads (high watermark, last stable offset) of the plan's partitions on one side."""
     tps = selected_partitions(plan, side, timeout)
     cluster = ref(plan, side)
     client = admin(cluster)
-    return quiet(lambda: log_offsets(cluster, tps, "high", timeout, client),
-                 float(plan.spec.gates.quiet_period), float(plan.spec.switch.quiet_timeout),
-                 f"the {side} cluster")
+
+    def read() -> Ends:
+        high = log_offsets(cluster, tps, "high", timeout, client)
+        stable = log_offsets(cluster, tps, "end", timeout, client)
+        return {tp: (high[tp], stable[tp]) for tp in tps}
+
+    return read
+
+
+def cluster_quiet(plan: Any, side: str, timeout: float) -> dict[str, Any]:
+    return quiet(ends_reader(plan, side, timeout), float(plan.spec.gates.quiet_period),
+                 float(plan.spec.switch.quiet_timeout), f"the {side} cluster", bootstrap=ref(plan, side).bootstrap)
+
+
+def drained(plan: Any, side: str, positions: dict[TP, int], timeout: float) -> None:
+    """After a drain: every partition's mirrored position is at its high watermark, so no record,
+    committed or still undecided in an open transaction, is left behind (refused otherwise)."""
+    ends = ends_reader(plan, side, timeout)()
+    pending = _open(ends)
+    if pending:
+        raise _open_refusal(f"the {side} cluster", pending, 0, ref(plan, side).bootstrap)
+    behind = {tp: (positions.get(tp, 0), high) for tp, (high, _stable) in ends.items()
+              if positions.get(tp, 0) < high}
+    if behind:
+        raise CutoverError("the mirror is still behind after draining: " + ", ".join(
+            f"{t}/{p} at {a} of {b}" for (t, p), (a, b) in sorted(behind.items())[:10]),
+            fix="writes are still arriving: check the freeze, then re-run to continue")
 
 
 def groups_empty(plan: Any, side: str, timeout: float, clock: Clock | None = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -410,3 +411,55 @@ def test_the_old_writers_position_can_come_from_its_consumer_group(
     commit_group(ClusterRef("old", plan.cluster("old")), writer, {(topic, 0): 4, (topic, 1): 7})
     positions, source = handover.writer_positions(None, main, main.spec.tables[0], 10)
     assert positions == {0: 4, 1: 7, 2: 0} and source == f"consumer group {writer}"  # 2: never read, log start
+
+
+def test_a_transaction_left_open_at_the_freeze_is_waited_out_or_refused_never_lost(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+
+    from tests.integration.kafka_util import produce
+    from tests.integration.mirror_util import content
+
+    main = _plan(sandbox, ns, tmp_path, {}, tables=False)
+    data = yaml.safe_load(main.file.read_text())
+    data["switch"]["quiet_timeout"] = "8s"
+    main.file.write_text(yaml.safe_dump(data))
+    old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders"
+    create_topic(old, topic, 2)
+    produce(old, topic, [{"value": b"before %d" % i, "partition": i % 2} for i in range(20)])
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    # An exactly-once application paused mid-transaction, and other producers' records behind it.
+    app = Producer({**old, "transactional.id": f"{ns}-eos-app", "transaction.timeout.ms": 300_000})
+    app.init_transactions(30)
+    app.begin_transaction()
+    for i in range(3):
+        app.produce(topic, value=b"in the open transaction %d" % i, partition=0)
+    assert app.flush(30) == 0
+    produce(old, topic, [{"value": b"behind it %d" % i, "partition": i % 2} for i in range(10)])
+    try:
+        refused = cutover("promote", "--plan", str(main.file), "--execute")
+        assert refused.code == 3, refused.err
+        assert f"a transaction is open on the old cluster on {topic}/0: offsets 10..17 are undecided" in refused.err
+        assert f"describe-producers --topic {topic} --partition 0" in refused.err
+        assert "promote stopped at step wait-quiet" in refused.err
+        assert not (tmp_path / "routing.json").exists() and background.running(main) is None
+
+        # The re-run waits at wait-quiet; the application commits meanwhile: promote goes through.
+        rerun = subprocess.Popen([sys.executable, "-m", "cutover", "promote", "--plan", str(main.file), "--execute"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        history = journal.directory(main)
+        def waiting() -> bool:  # in wait-quiet for longer than the quiet period: it has seen the transaction
+            runs = journal.read(history).runs
+            steps = runs[-1].steps if len(runs) == 2 else []
+            return bool(steps) and steps[-1].name == "wait-quiet" and steps[-1].outcome is None and \
+                time.time() - steps[-1].started > 3
+        wait_for(waiting, 60, "the re-run to wait at wait-quiet")
+        app.commit_transaction(30)
+        _out, err = rerun.communicate(timeout=300)
+        assert rerun.returncode == 0, err
+        wait_step = next(s for s in journal.read(history).runs[-1].steps if s.name == "wait-quiet")
+        assert wait_step.detail["open_transactions_seen"] == 1
+        assert content(read_all(new, topic, 2)) == content(read_all(old, topic, 2))  # nothing left behind
+        assert len(read_all(new, topic, 2)) == 33
+    finally:
+        background.stop(main)
