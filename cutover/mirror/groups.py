@@ -98,23 +98,60 @@ class GroupOutcome:
     skipped: dict[TP, str] = field(default_factory=dict)
     #: Why the whole group was left alone (None when it was synced).
     reason: str | None = None
+    #: Partitions the group has offsets on, of topics the plan does not mirror: left alone.
+    unmirrored: list[TP] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"group": self.group, "reason": self.reason,
                 "committed": [{"topic": t, "partition": p, "offset": o}
                               for (t, p), o in sorted(self.committed.items())],
-                "skipped": [{"topic": t, "partition": p, "reason": r} for (t, p), r in sorted(self.skipped.items())]}
+                "skipped": [{"topic": t, "partition": p, "reason": r} for (t, p), r in sorted(self.skipped.items())],
+                "unmirrored": unmirrored_topics(self.unmirrored)}
+
+
+def unmirrored_topics(tps: list[TP]) -> list[dict[str, Any]]:
+    """[{"topic", "partitions"}] of partitions a group reads on topics the plan does not mirror."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in sorted(tps):
+        by_topic.setdefault(t, []).append(p)
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+
+
+def mirrored(plan: Any) -> Callable[[str], bool]:
+    """Whether the plan mirrors a topic (its selection, never an internal topic)."""
+    prefix = plan.spec.mirror.state_prefix
+    return lambda t: plan.spec.topics.matches(t) and not t.startswith("__") and not t.startswith(prefix)
+
+
+def outside(plan: Any, direction: st.Direction = "forward",
+            timeout: float = DEFAULT_TIMEOUT) -> dict[str, list[TP]]:
+    """Read-only: per selected group on the source, its partitions of topics the plan does not mirror."""
+    rt = st.route(plan, direction)
+    keep = mirrored(plan)
+    sources = groups_info(rt.source, [g for g in list_groups(rt.source, timeout) if plan.spec.groups.matches(g)],
+                          timeout)
+    found = {g: sorted(tp for tp in info.offsets if not keep(tp[0])) for g, info in sources.items()}
+    return {g: tps for g, tps in sorted(found.items()) if tps}
 
 
 def sync(rt: st.Route, matches: Callable[[str], bool], tr: Translator, owned: Callable[[TP], bool],
-         allow_rewind: bool = False, timeout: float = DEFAULT_TIMEOUT) -> list[GroupOutcome]:
-    """Commit every selected group's translated offsets on the target, where that is safe."""
+         allow_rewind: bool = False, timeout: float = DEFAULT_TIMEOUT,
+         keep: Callable[[str], bool] = lambda _t: True) -> list[GroupOutcome]:
+    """Commit every selected group's translated offsets on the target, where that is safe.
+
+    Only partitions of topics the plan mirrors (`keep`) are translated; a selected group's
+    offsets on any other topic are left alone and reported as `unmirrored`.
+    """
     target_client = admin(rt.target)
     sources = groups_info(rt.source, [g for g in list_groups(rt.source, timeout) if matches(g)], timeout)
-    mine = {g: {tp: o for tp, o in info.offsets.items() if owned(tp)} for g, info in sources.items()}
+    mine = {g: {tp: o for tp, o in info.offsets.items() if keep(tp[0]) and owned(tp)} for g, info in sources.items()}
     targets = groups_info(rt.target, [g for g, m in mine.items() if m], timeout, target_client)
-    return [_sync_one(rt, group, mine[group], targets.get(group), tr, allow_rewind, timeout, target_client)
-            for group in sources]
+    out = []
+    for group, info in sources.items():
+        outcome = _sync_one(rt, group, mine[group], targets.get(group), tr, allow_rewind, timeout, target_client)
+        outcome.unmirrored = sorted(tp for tp in info.offsets if not keep(tp[0]))
+        out.append(outcome)
+    return out
 
 
 def _sync_one(rt: st.Route, group: str, mine: dict[TP, int], target: GroupInfo | None, tr: Translator,
@@ -159,7 +196,7 @@ def sync_now(plan: Any, direction: st.Direction, allow_rewind: bool = False,
     """On-demand sync (all partitions), recorded in the mirror state like a running mirror's."""
     rt = st.route(plan, direction)
     outcomes = sync(rt, plan.spec.groups.matches, translator(rt, plan, timeout), lambda _tp: True,
-                    allow_rewind, timeout)
+                    allow_rewind, timeout, mirrored(plan))
     source = cluster_id(rt.source, timeout)
     st.note(rt, [st.group_record(source, sync_) for sync_ in record(outcomes)], timeout)
     return outcomes

@@ -182,7 +182,7 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> dict[str, Any]:
 def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
     tr = groups.Translator(copier.maps, r.prior)
     outcomes = groups.sync(r.rt, r.plan.spec.groups.matches, tr, lambda tp: tp in copier.maps,
-                           r.opts.allow_rewind, r.opts.timeout)
+                           r.opts.allow_rewind, r.opts.timeout, groups.mirrored(r.plan))
     r.group_outcomes = outcomes
     syncs = groups.record(outcomes)
     copier.record_groups(syncs)

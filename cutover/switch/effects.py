@@ -8,6 +8,7 @@ implementation at the top (STYLE.md, "dry-run is a second implementation").
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from cutover.errors import CutoverError
@@ -88,8 +89,12 @@ class Live:
             raise CutoverError("consumer groups could not be translated exactly: " + "; ".join(
                 f"{o.group}: {o.reason or ', '.join(f'{t}/{p} {r}' for (t, p), r in sorted(o.skipped.items()))}"
                 for o in bad), fix="fix the cause, then re-run to continue")
+        unmirrored = {o.group: groups.unmirrored_topics(o.unmirrored) for o in outcomes if o.unmirrored}
+        for group, topics in unmirrored.items():
+            progress(f"  group {group} also reads topic(s) this plan does not mirror, left alone: "
+                     + ", ".join(t["topic"] for t in topics))
         return {"groups": {o.group: {f"{t}/{p}": off for (t, p), off in sorted(o.committed.items())}
-                           for o in outcomes}}
+                           for o in outcomes}, "unmirrored": unmirrored}
 
     def reverse_mirror(self, on: bool) -> Detail:
         return background.start(self.plan) if on else background.stop(self.plan)
@@ -109,12 +114,15 @@ class Live:
 
 
 class DryRun:
-    """Says, in order, what `Live` would do. Reads nothing and changes nothing."""
+    """Says, in order, what `Live` would do. Changes nothing; reads only what a step's plan depends on."""
 
-    def __init__(self, plan: Any) -> None:
+    def __init__(self, plan: Any,
+                 outside: Callable[[Any, st.Direction], dict[str, list[tuple[str, int]]]] | None = None) -> None:
         self.plan = plan
         self.lines: list[str] = []
         self.step = ""
+        #: Reads which selected groups also read topics the plan does not mirror (read-only).
+        self.outside = outside or _outside
 
     def _would(self, text: str) -> Detail:
         self.lines.append(text)
@@ -151,8 +159,20 @@ class DryRun:
                            f"(give up after {self.plan.spec.switch.groups_timeout:.0f}s)")
 
     def sync_groups(self, direction: st.Direction) -> Detail:
+        from cutover.mirror import groups
+
         src, dst = ("old", "new") if direction == "forward" else ("new", "old")
-        return self._would(f"translate every selected group's offsets {src} -> {dst} exactly and commit them")
+        detail = self._would(f"translate every selected group's offsets {src} -> {dst} exactly and commit them")
+        try:  # read-only: which selected groups also read topics the plan does not mirror
+            others = self.outside(self.plan, direction)
+        except CutoverError as exc:
+            return self._would(f"(could not read the groups on the {src} cluster: {exc.message})")
+        for group, tps in others.items():
+            topics = ", ".join(f"{t['topic']} (partitions {', '.join(map(str, t['partitions']))})"
+                               for t in groups.unmirrored_topics(tps))
+            self._would(f"group {group} also reads {topics}, which this plan does not mirror: those offsets are "
+                        f"left alone (its consumers of those topics must keep reading the {src} cluster)")
+        return detail
 
     def reverse_mirror(self, on: bool) -> Detail:
         return self._would("start the reverse mirror (new -> old) in the background" if on else
@@ -175,6 +195,12 @@ class DryRun:
     def hand_back(self, pair: TablePair) -> Detail:
         return self._would(f"{pair.old}: translate the table's new-cluster positions back and stamp them for "
                            "the old writer")
+
+
+def _outside(plan: Any, direction: st.Direction) -> dict[str, list[tuple[str, int]]]:
+    from cutover.mirror import groups
+
+    return groups.outside(plan, direction)
 
 
 def _fence_shards(plan: Any, direction: st.Direction, timeout: float) -> list[str]:

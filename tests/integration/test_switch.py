@@ -413,12 +413,14 @@ def test_the_old_writers_position_can_come_from_its_consumer_group(
     assert positions == {0: 4, 1: 7, 2: 0} and source == f"consumer group {writer}"  # 2: never read, log start
 
 
-def test_a_transaction_left_open_at_the_freeze_is_waited_out_or_refused_never_lost(
+def test_an_open_transaction_at_the_freeze_is_waited_out_or_refused_and_unmirrored_topics_stay_put(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     from confluent_kafka import Producer
 
+    from cutover.kafka.clients import ClusterRef
+    from cutover.kafka.offsets import group_info
     from tests.integration.kafka_util import produce
-    from tests.integration.mirror_util import content
+    from tests.integration.mirror_util import commit, content
 
     main = _plan(sandbox, ns, tmp_path, {}, tables=False)
     data = yaml.safe_load(main.file.read_text())
@@ -428,6 +430,16 @@ def test_a_transaction_left_open_at_the_freeze_is_waited_out_or_refused_never_lo
     create_topic(old, topic, 2)
     produce(old, topic, [{"value": b"before %d" % i, "partition": i % 2} for i in range(20)])
     assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    # A selected group that also reads a topic the plan does not mirror: that part is left alone.
+    audit, group = f"{ns}_audit", f"{ns}.billing"
+    create_topic(old, audit, 1)
+    produce(old, audit, [{"value": b"audit %d" % i} for i in range(5)])
+    commit(old, group, {(topic, 0): 5, (topic, 1): 6, (audit, 0): 3})
+    dry = cutover("promote", "--plan", str(main.file), "--dry-run", "-o", "json")
+    assert dry.code == 0, dry.err  # evaluated before anything is frozen
+    sync_step = next(s for s in dry.json()["steps"] if s["name"] == "sync-groups")
+    assert any(f"group {group} also reads {audit} (partitions 0), which this plan does not mirror" in line
+               for line in sync_step["would"]), sync_step
     # An exactly-once application paused mid-transaction, and other producers' records behind it.
     app = Producer({**old, "transactional.id": f"{ns}-eos-app", "transaction.timeout.ms": 300_000})
     app.init_transactions(30)
@@ -457,8 +469,10 @@ def test_a_transaction_left_open_at_the_freeze_is_waited_out_or_refused_never_lo
         app.commit_transaction(30)
         _out, err = rerun.communicate(timeout=300)
         assert rerun.returncode == 0, err
-        wait_step = next(s for s in journal.read(history).runs[-1].steps if s.name == "wait-quiet")
-        assert wait_step.detail["open_transactions_seen"] == 1
+        steps = {s.name: s for s in journal.read(history).runs[-1].steps}
+        assert steps["wait-quiet"].detail["open_transactions_seen"] == 1
+        assert steps["sync-groups"].detail["unmirrored"] == {group: [{"topic": audit, "partitions": [0]}]}
+        assert group_info(ClusterRef("new", new), group).offsets == {(topic, 0): 5, (topic, 1): 6}
         assert content(read_all(new, topic, 2)) == content(read_all(old, topic, 2))  # nothing left behind
         assert len(read_all(new, topic, 2)) == 33
     finally:

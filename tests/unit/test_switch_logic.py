@@ -142,10 +142,12 @@ def test_promote_steps_and_the_rollback_chosen_by_the_point_of_no_return(tmp_pat
 
 def test_the_dry_run_says_every_step_and_changes_nothing(tmp_path: Path) -> None:
     plan = _plan(tmp_path, hooks={"freeze_producers": "./freeze.sh --all"})
-    fx = DryRun(plan)
+    fx = DryRun(plan, outside=lambda _plan, _direction: {"billing": [("audit", 0), ("audit", 1)]})
     for step in steps.promote(plan):
         step.act(fx)
     text = "\n".join(fx.lines)
+    assert ("group billing also reads audit (partitions 0, 1), which this plan does not mirror: those offsets are "
+            "left alone (its consumers of those topics must keep reading the old cluster)") in text
     assert "run hook freeze_producers: " + str(tmp_path / "freeze.sh") + " --all cluster=old" in text
     assert "no stop_consumers hook: the operator does it by hand" in text
     assert f"write {tmp_path / 'routing.json'}: active=new" in text
