@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from cutover.errors import CutoverError
 from cutover.mirror import state as st
-from cutover.mirror.offsetmap import Gap, PartitionMap, Segment, segments
+from cutover.mirror.offsetmap import Gap, PartitionMap, Segment, SourceWentBack, out_of_range, segments
 from cutover.mirror.shard import Shard
 
 log = logging.getLogger("cutover.mirror")
@@ -34,6 +34,19 @@ class Fenced(CutoverError):
     """Another process took over this shard's transactional id."""
 
 
+class SourceTruncated(CutoverError):
+    """The source log no longer reaches the mirror's position: it was recreated or truncated."""
+
+
+def went_back(source: str, tp: TP, exc: Exception) -> SourceTruncated:
+    return SourceTruncated(
+        f"{tp[0]} partition {tp[1]}: {exc} on {source}. The topic was deleted and recreated, or an unclean leader "
+        "election truncated it: the records the mirror copied up to its position are gone from the source, and "
+        "what is there now is not what it copied. The mirror stopped and copied nothing again",
+        fix="check the topic's history on the source (recreated? unclean.leader.election.enable? broker logs); "
+            "to mirror the new topic from scratch, delete the target topic and use a new mirror.state_prefix")
+
+
 class RecordTooLarge(CutoverError):
     """The target refused a record for its size; everything before it is committed."""
 
@@ -44,8 +57,8 @@ class Batch:
     nbytes: int = 0
     #: Partition -> offset the consumer reached (end of partition events included).
     reached: dict[TP, int] = field(default_factory=dict)
-    #: Partitions whose position fell below the log start (retention): tp -> new log start.
-    lost: dict[TP, int] = field(default_factory=dict)
+    #: Partitions whose position fell below the log start (retention): tp -> the records lost.
+    lost: dict[TP, Gap] = field(default_factory=dict)
 
 
 @dataclass
@@ -119,8 +132,13 @@ class Copier:
         elif err.code() == KafkaError._PARTITION_EOF:
             batch.reached[tp] = max(batch.reached.get(tp, 0), _off(msg))
         elif err.code() == KafkaError._AUTO_OFFSET_RESET:
-            low, _ = self.consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.timeout, cached=False)
-            batch.lost[tp] = low
+            low, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.timeout, cached=False)
+            position = batch.reached.get(tp, self.maps[tp].next_src)
+            try:
+                batch.lost[tp] = out_of_range(position, low, high) or Gap(position, position)
+            except SourceWentBack as exc:
+                raise went_back(self.rt.source.describe(), tp, exc) from None
+            self.consumer.seek(TopicPartition(tp[0], tp[1], max(low, position)))
         elif err.fatal() or err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._AUTHENTICATION):
             raise self.rt.source.failure(KafkaException(err), "reading records", self.consumer)
         else:
@@ -148,14 +166,12 @@ class Copier:
 
     def _gaps(self, batch: Batch) -> dict[TP, Gap]:
         gaps = {}
-        for tp, low in batch.lost.items():
-            gap = Gap(self.maps[tp].next_src, low)
+        for tp, gap in batch.lost.items():
             if gap.records > 0:
                 log.error("DATA LOSS ON THE SOURCE: %s partition %d offsets %d..%d (%d records) were deleted by "
                           "retention on %s before they were mirrored", tp[0], tp[1], gap.start, gap.end - 1,
                           gap.records, self.rt.source.describe())
                 gaps[tp] = gap
-            self.consumer.seek(TopicPartition(tp[0], tp[1], low))
         return gaps
 
     def _commit(self, messages: list[Message], reached: dict[TP, int], gaps: dict[TP, Gap]) -> int:

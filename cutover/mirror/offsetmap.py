@@ -62,6 +62,26 @@ def segments(pairs: Iterable[tuple[int, int]]) -> list[Segment]:
     return out
 
 
+class SourceWentBack(ValueError):
+    """The mirror's position is beyond the source's log end: the log was truncated or recreated."""
+
+
+def out_of_range(position: int, low: int, high: int) -> Gap | None:
+    """What a position outside the source log [low, high) means.
+
+    Below the log start, retention deleted records before they were mirrored: the gap, to
+    report exactly (None when nothing in it was unmirrored). Beyond the log end, the log
+    went backwards (a topic deleted and recreated, an unclean leader election truncating
+    it): nothing to copy again and nothing to call lost, but a state the mirror cannot
+    continue from; raises SourceWentBack.
+    """
+    if position > high:
+        raise SourceWentBack(f"the mirror's position {position} is beyond the source's log end {high} "
+                             f"(log start {low})")
+    gap = Gap(position, low)
+    return gap if gap.records > 0 else None
+
+
 class NotYetMirrored(LookupError):
     """The position is beyond what the mirror has copied: translating it now would guess."""
 

@@ -19,9 +19,9 @@ from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
 from cutover.mirror import groups, topics
 from cutover.mirror import state as st
-from cutover.mirror.copier import Copier, transactional_id
+from cutover.mirror.copier import Copier, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
-from cutover.mirror.offsetmap import PartitionMap
+from cutover.mirror.offsetmap import PartitionMap, SourceWentBack, out_of_range
 from cutover.mirror.shard import Shard
 from cutover.output import progress
 
@@ -127,6 +127,8 @@ def _starting_points(r: Run, state: st.MirrorState, assigned: set[TP]) -> dict[T
     """Where each newly owned partition resumes: committed progress, else where it must begin."""
     todo = [tp for tp in _owned(r) if tp not in assigned]
     starts = log_offsets(r.rt.source, todo, "start", r.opts.timeout)
+    resumed = [tp for tp in todo if tp in state.partitions]
+    highs = log_offsets(r.rt.source, resumed, "high", r.opts.timeout)
     fresh = [tp for tp in todo if tp not in state.partitions]
     target_ends = log_offsets(r.rt.target, fresh, "end", r.opts.timeout)
     out = {}
@@ -137,19 +139,19 @@ def _starting_points(r: Run, state: st.MirrorState, assigned: set[TP]) -> dict[T
             if r.prior is not None and tp in r.prior:  # reverse: only what the forward mirror did not write
                 begin = max(begin, r.prior[tp].next_tgt)
             pm = PartitionMap(start_src=begin, next_src=begin, next_tgt=target_ends[tp])
-        elif starts[tp] > pm.next_src:
-            pm.gaps.append(_lost(r, tp, pm.next_src, starts[tp]))
-            pm.next_src = starts[tp]
+        else:
+            try:
+                gap = out_of_range(pm.next_src, starts[tp], highs[tp])
+            except SourceWentBack as exc:
+                raise went_back(r.rt.source.describe(), tp, exc) from None
+            if gap is not None:
+                log.error("DATA LOSS ON THE SOURCE: %s partition %d offsets %d..%d (%d records) were deleted by "
+                          "retention on %s before they were mirrored", tp[0], tp[1], gap.start, gap.end - 1,
+                          gap.records, r.rt.source.describe())
+                pm.gaps.append(gap)
+                pm.next_src = gap.end
         out[tp] = pm
     return out
-
-
-def _lost(r: Run, tp: TP, start: int, end: int) -> Any:
-    from cutover.mirror.offsetmap import Gap
-
-    log.error("DATA LOSS ON THE SOURCE: %s partition %d offsets %d..%d (%d records) were deleted by retention on "
-              "%s before they were mirrored", tp[0], tp[1], start, end - 1, end - start, r.rt.source.describe())
-    return Gap(start, end)
 
 
 def _loop(r: Run, copier: Copier, metrics: Metrics) -> dict[str, Any]:

@@ -81,3 +81,36 @@ def test_a_shard_that_died_mid_transaction_does_not_hide_another_shards_progress
     assert again.code == 0, again.err
     assert again.json()["records"] == 0, "the restart copied records again: it read stale progress"
     assert content(read_all(new, topic, 4)) == content(read_all(old, topic, 4))
+
+
+def test_a_source_log_that_went_backwards_stops_the_mirror_instead_of_copying_again(
+        sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
+    """A position beyond the log end (a recreated topic, an unclean leader election) is not retention."""
+    from confluent_kafka.admin import AdminClient
+
+    old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders"
+    create_topic(old, topic, 1)
+    produce(old, topic, [{"value": b"first life %d" % i} for i in range(10)])
+    scoped = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    assert cutover("mirror", "--plan", str(scoped), "--until-caught-up").code == 0
+    admin = AdminClient(old)
+    admin.delete_topics([topic])[topic].result(30)
+    wait_for(lambda: topic not in admin.list_topics(timeout=10).topics, 60, "the topic to be deleted")
+    wait_for(lambda: _recreated(old, topic), 60, "the topic to be created again")
+    produce(old, topic, [{"value": b"second life %d" % i} for i in range(3)])
+
+    run = cutover("mirror", "--plan", str(scoped), "--until-caught-up")
+    assert run.code == 1, run.err
+    assert f"{topic} partition 0: the mirror's position 10 is beyond the source's log end 3" in run.err
+    assert "recreated" in run.err and "unclean leader election" in run.err and "Traceback" not in run.err
+    assert [r.value for r in read_all(new, topic, 1)] == [b"first life %d" % i for i in range(10)]
+    status = cutover("mirror", "status", "--plan", str(scoped), "-o", "json").json()
+    assert status["gaps"] == []  # nothing was reported as lost to retention
+
+
+def _recreated(props: dict[str, str], topic: str) -> bool:
+    try:
+        create_topic(props, topic, 1)
+        return True
+    except KafkaException:  # still being deleted
+        return False

@@ -13,7 +13,15 @@ from cutover.errors import UsageError
 from cutover.kafka.clients import ClusterRef
 from cutover.mirror import state as st
 from cutover.mirror.groups import Translator
-from cutover.mirror.offsetmap import Gap, NotYetMirrored, PartitionMap, Segment, segments
+from cutover.mirror.offsetmap import (
+    Gap,
+    NotYetMirrored,
+    PartitionMap,
+    Segment,
+    SourceWentBack,
+    out_of_range,
+    segments,
+)
 from cutover.mirror.shard import Shard
 
 
@@ -180,3 +188,11 @@ def test_version_1_state_is_still_read_until_a_checkpoint_replaces_it() -> None:
     assert (t0.next_src, t0.next_tgt, t0.records, t0.gaps) == (9, 10, 8, [Gap(3, 4)])
     assert t0.translate(4) == 4 and t0.translate(3) == 4
     assert (t1.next_src, t1.next_tgt, t1.records) == (6, 6, 5) and t1.segments == newer.segments
+
+
+def test_a_position_outside_the_source_log_is_a_gap_below_and_an_error_above() -> None:
+    assert out_of_range(10, 25, 30) == Gap(10, 25)  # retention deleted 10..24 before they were mirrored
+    assert out_of_range(25, 25, 30) is None
+    assert out_of_range(30, 0, 30) is None  # at the end: nothing lost
+    with pytest.raises(SourceWentBack, match="position 10 is beyond the source's log end 3"):
+        out_of_range(10, 0, 3)  # recreated or truncated: never copied again, never called lost
