@@ -85,7 +85,8 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
         if opts.direction == "reverse":
             fwd = st.route(plan, "forward")
             r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
-        _prepare_topics(r, state)
+        _prepare_topics(r, {t for t, _p in state.partitions} | state.created, set(state.partitions))
+        st.ensure_topics(rt, plan.spec.mirror.replication_factor, opts.timeout)
         copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)), state.logs.get(str(opts.shard)))
         if opts.on_ready:
             opts.on_ready()
@@ -112,11 +113,10 @@ def _refuse_after_rollback(plan: Any, timeout: float) -> None:
                       fix="after a rollback, start a fresh migration: new target topics and a new mirror.state_prefix")
 
 
-def _prepare_topics(r: Run, state: st.MirrorState) -> None:
+def _prepare_topics(r: Run, ours: set[str], progressed: set[TP]) -> None:
     allow = r.opts.allow_existing_target or r.opts.direction == "reverse"
-    changes = topics.plan_changes(r.rt, r.topics, state, allow, r.opts.shard.owns, r.opts.timeout)
-    topics.apply(r.rt, changes, r.plan.spec.mirror.replication_factor, r.opts.timeout)
-    st.ensure_topics(r.rt, r.plan.spec.mirror.replication_factor, r.opts.timeout)
+    changes = topics.plan_changes(r.rt, r.topics, ours, progressed, allow, r.opts.shard.owns, r.opts.timeout)
+    topics.apply(r.rt, changes, r.plan.spec.mirror.replication_factor, r.source_cluster, r.opts.timeout)
 
 
 def _owned(r: Run) -> list[TP]:
@@ -193,14 +193,16 @@ def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
 
 
 def _follow_topics(r: Run, copier: Copier) -> None:
-    """Pick up partitions added on the source (and new matching topics) while running."""
+    """Follow the source while running: new matching topics, partitions added, topic configs changed.
+
+    Any shard grows a topic the mirror owns, whether or not it owns one of its partitions."""
     sel = r.plan.spec.topics
     now = topics.selected_topics(r.rt, sel.include, sel.matches, r.rt.prefix, r.opts.timeout)
-    if now == r.topics:
+    seen = st.overview(r.rt, r.source_cluster, r.opts.timeout)
+    grew, r.topics = now != r.topics, now
+    _prepare_topics(r, seen.topics | {t for t, _p in copier.maps}, set(copier.maps))
+    if not grew:
         return
-    r.topics = now
-    state = st.MirrorState(r.source_cluster, dict(copier.maps))
-    _prepare_topics(r, state)
     added = _starting_points(r, st.load(r.rt, r.source_cluster, with_map=False, timeout=r.opts.timeout),
                              set(copier.maps))
     if added:

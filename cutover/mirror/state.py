@@ -481,28 +481,48 @@ def carried_back(plan: Any, timeout: float = DEFAULT_TIMEOUT) -> dict[TP, Partit
     return {tp: pm for tp, pm in parts.items() if pm.records > 0 and plan.spec.topics.matches(tp[0])}
 
 
-def marks(rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, dict[str, Any]]:
-    """The switch's marks (plan name -> mark) alone: the progress topic, not the map."""
+@dataclass
+class Overview:
+    """What the progress topic alone says: cheap to read while mirroring."""
+
+    #: Topics any shard has checkpointed progress for, or the mirror created on the target.
+    topics: set[str] = field(default_factory=set)
+    marks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def overview(rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> Overview:
+    """The progress topic's view for `source_cluster`, without reading the map."""
+    out = Overview()
     client = admin(rt.target)
     try:
         present = rt.progress_topic in client.list_topics(timeout=timeout).topics
     except KafkaException as exc:
         raise rt.target.failure(exc, "listing topics", client) from None
     if not present:
-        return {}
+        return out
     goal = _stable_ends(rt.target, [rt.progress_topic], timeout, client)[rt.progress_topic]
-    out: dict[str, dict[str, Any]] = {}
+    latest: dict[bytes, bytes | None] = {}
     for msg in _scan(rt.target, rt.progress_topic, 0, goal, timeout, MirrorState(source_cluster)):
-        key, value = msg.key(), msg.value()
-        if key is None:
-            continue
+        if msg.key() is not None:
+            latest[msg.key()] = msg.value()  # type: ignore[index]
+    for key, value in latest.items():
         kind, cluster, *rest = json.loads(key)
-        if kind == "switch" and cluster == source_cluster:
-            if value is None:
-                out.pop(rest[0], None)
-            else:
-                out[rest[0]] = _body(key, value, rt)
+        if cluster != source_cluster or value is None:
+            continue
+        if kind == "switch":
+            out.marks[rest[0]] = _body(key, value, rt)
+        elif kind == "topic":
+            out.topics.add(rest[0])
+        elif kind == "checkpoint":
+            out.topics |= {t for t, _p in _body(key, value, rt)["partitions"]}
+        elif kind == "progress":  # version 1
+            out.topics.add(rest[0])
     return out
+
+
+def marks(rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, dict[str, Any]]:
+    """The switch's marks (plan name -> mark) alone: the progress topic, not the map."""
+    return overview(rt, source_cluster, timeout).marks
 
 
 def set_mark(plan: Any, forward: Literal["open", "closed"], action: str, run: str,

@@ -26,7 +26,8 @@ from confluent_kafka.admin import (
 from cutover.errors import Refused, UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
 from cutover.kafka.offsets import committed_records, wait_all
-from cutover.mirror.state import MirrorState, Route
+from cutover.mirror import state as st
+from cutover.mirror.state import Route
 
 log = logging.getLogger("cutover.mirror")
 
@@ -77,10 +78,15 @@ def selected_topics(rt: Route, include: list[str], matches: object, prefix: str,
     return dict(sorted(chosen.items()))
 
 
-def plan_changes(rt: Route, topics: dict[str, int], state: MirrorState, allow_existing: bool,
-                 owns: Callable[[str, int], bool], timeout: float = DEFAULT_TIMEOUT) -> TopicChanges:
-    """What the target needs. Foreign records are looked for only in partitions this process
-    owns and has no progress for: every other partition has its own writer."""
+def plan_changes(rt: Route, topics: dict[str, int], ours: set[str], progressed: set[tuple[str, int]],
+                 allow_existing: bool, owns: Callable[[str, int], bool],
+                 timeout: float = DEFAULT_TIMEOUT) -> TopicChanges:
+    """What the target needs: creations, partition increases and config changes, every time it runs.
+
+    `ours`: target topics this mirror created or any shard has progress in (never refused,
+    whichever shard sees them first grows them). Foreign records are looked for only in
+    partitions this process owns and has no progress for (`progressed`): every other
+    partition has its own writer."""
     src_admin, tgt_admin = admin(rt.source), admin(rt.target)
     try:
         target_meta = tgt_admin.list_topics(timeout=timeout).topics
@@ -89,8 +95,7 @@ def plan_changes(rt: Route, topics: dict[str, int], state: MirrorState, allow_ex
     src_configs = _configs(rt.source, src_admin, list(topics), timeout, explicit_only=True)
     present = [t for t in topics if t in target_meta]
     tgt_configs = _configs(rt.target, tgt_admin, present, timeout, explicit_only=False)
-    ours = {t for t, _ in state.partitions}
-    fresh = {t: [p for p in range(n) if owns(t, p) and (t, p) not in state.partitions] for t, n in topics.items()}
+    fresh = {t: [p for p in range(n) if owns(t, p) and (t, p) not in progressed] for t, n in topics.items()}
     changes = TopicChanges()
     for topic, count in topics.items():
         wanted = {k: v for k, v in src_configs[topic].items() if copied(k)}
@@ -108,13 +113,17 @@ def plan_changes(rt: Route, topics: dict[str, int], state: MirrorState, allow_ex
     return changes
 
 
-def apply(rt: Route, changes: TopicChanges, replication_factor: int, timeout: float = DEFAULT_TIMEOUT) -> None:
+def apply(rt: Route, changes: TopicChanges, replication_factor: int, source_cluster: str,
+          timeout: float = DEFAULT_TIMEOUT) -> None:
     if changes.refusals:
         raise Refused("the mirror will not write into target topics it did not create: "
                       + "; ".join(changes.refusals) + " (nothing was written)",
                       fix="mirror into empty or absent topics, or pass --allow-existing-target to adopt them")
     client = admin(rt.target)
     if changes.creates:
+        # Recorded first: a topic this mirror created is its own, even before any progress is committed.
+        st.ensure_topics(rt, replication_factor, timeout)
+        st.note(rt, [st.created_record(source_cluster, t, n) for t, (n, _c) in changes.creates.items()], timeout)
         new = [NewTopic(t, n, replication_factor, config=c) for t, (n, c) in changes.creates.items()]
         wait_all(rt.target, client, client.create_topics(new, request_timeout=timeout), "creating topics", timeout,
                  already_done=_RACED)

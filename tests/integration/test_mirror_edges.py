@@ -114,3 +114,54 @@ def _recreated(props: dict[str, str], topic: str) -> bool:
         return True
     except KafkaException:  # still being deleted
         return False
+
+
+def test_topics_that_grow_or_change_configs_while_the_mirror_runs_are_followed_by_any_shard(
+        sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        ResourceType,
+    )
+
+    old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders"
+    create_topic(old, topic, 1)
+    owner = next(Shard(i, 2) for i in (0, 1) if Shard(i, 2).owns(topic, 0))
+    other = Shard(1 - owner.index, 2)  # owns none of the topic's partitions yet
+    produce(old, topic, [{"value": b"one %d" % i} for i in range(5)])
+    scoped = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    first = cutover("mirror", "--plan", str(scoped), "--shard", str(owner), "--until-caught-up")
+    assert first.code == 0, first.err
+    ready = tmp_path / "ready"
+    running = start_mirror(scoped, "--shard", str(other), "--ready-file", str(ready))
+    try:
+        wait_for(lambda: ready.exists() or running.poll() is not None, 120, "the other shard to start")
+        source, target = AdminClient(old), AdminClient(new)
+        res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+            ConfigEntry("retention.ms", "12345678", incremental_operation=AlterConfigOpType.SET)])
+        source.incremental_alter_configs([res])[res].result(30)
+
+        def retention() -> str | None:
+            described = target.describe_configs([ConfigResource(ResourceType.TOPIC, topic)])
+            return next(iter(described.values())).result(30)["retention.ms"].value
+
+        wait_for(lambda: retention() == "12345678", 60, "the running mirror to follow the config change")
+        source.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
+        wait_for(lambda: len(target.list_topics(timeout=10).topics[topic].partitions) == 4 or
+                 running.poll() is not None, 60, "the running shard to grow the target topic")
+        assert running.poll() is None, running.communicate()[1]
+        produce(old, topic, [{"value": b"two %d" % i, "partition": i % 4} for i in range(20)])
+        mine = [p for p in range(4) if other.owns(topic, p)]
+        wait_for(lambda: _count_in(new, topic, mine) == 5 * len(mine), 60, "the running shard to copy its partitions")
+    finally:
+        code, _out, err = stop(running)
+    assert code == 0, err
+    assert cutover("mirror", "--plan", str(scoped), "--shard", str(owner), "--until-caught-up").code == 0
+    assert content(read_all(new, topic, 4)) == content(read_all(old, topic, 4))
+
+
+def _count_in(props: dict[str, str], topic: str, partitions: list[int]) -> int:
+    return sum(1 for r in read_all(props, topic, 4) if r.partition in partitions)
