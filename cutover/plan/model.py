@@ -139,6 +139,17 @@ class Mirror:
 
 
 @dataclass(frozen=True)
+class LagGate:
+    """How far apart the two tables may be at verify: rows beyond the comparison window, per side."""
+
+    #: Rows the old table holds beyond what the new table has reached: the new write path is behind,
+    #: stalled or empty, and those rows were never compared.
+    old_ahead: int = field(default=0, metadata={"check": lambda n: None if n >= 0 else "must be 0 or more"})
+    #: Rows the new table holds beyond the old table's position (null: no limit).
+    new_ahead: int | None = None
+
+
+@dataclass(frozen=True)
 class Gates:
     #: Records per partition the forward mirror may be behind when promote starts (the drain copies the rest).
     max_mirror_lag: int = 1000
@@ -147,6 +158,8 @@ class Gates:
     max_extra_rows: int = 0
     max_mismatched_rows: int = 0
     max_duplicate_rows: int = 0
+    #: Verify fails, and promote refuses, when one table is further ahead than this (offsets mode).
+    max_lag_rows: LagGate = field(default_factory=LagGate)
     quiet_period: Duration = Duration(10)
 
 

@@ -70,8 +70,12 @@ def verified(plan: Any, run_now: Callable[[], None] | None = None) -> Check:
                 problems.append(f"{pair.new} has never been verified")
                 continue
             age = (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(last["at"])).total_seconds()
+            behind = _lag_over(plan, last)
             if not last["passed"]:
-                problems.append(f"the last verify of {pair.new} ({last['at']}) did not pass")
+                problems.append(f"the last verify of {pair.new} ({last['at']}) did not pass" + (f"; {behind}"
+                                                                                                  if behind else ""))
+            elif behind:
+                problems.append(f"the last verify of {pair.new} ({last['at']}): {behind}")
             elif age > limit:
                 problems.append(f"the last verify of {pair.new} is {age / 60:.0f} min old; gates.verify_max_age "
                                 f"is {limit / 60:.0f} min")
@@ -79,6 +83,19 @@ def verified(plan: Any, run_now: Callable[[], None] | None = None) -> Check:
             return "; ".join(problems) + " (run cutover verify, or promote --verify)"
         return None
     return Check("verify-passed", f"every table's last verify passed, at most {limit:.0f}s ago", test)
+
+
+def _lag_over(plan: Any, last: dict[str, Any]) -> str | None:
+    """The recorded lag against the plan's lag gate, now (a result recorded under other gates counts too)."""
+    lag, gate = last.get("lag") or {}, plan.spec.gates.max_lag_rows
+    old_ahead, new_ahead = int(lag.get("old_ahead", 0)), int(lag.get("new_ahead", 0))
+    if old_ahead > gate.old_ahead:
+        return (f"the old table held {old_ahead} rows beyond the new table's position (gates.max_lag_rows.old_ahead "
+                f"is {gate.old_ahead}): the new write path was behind, and those rows were never compared")
+    if gate.new_ahead is not None and new_ahead > gate.new_ahead:
+        return (f"the new table held {new_ahead} rows beyond the old table's position (gates.max_lag_rows.new_ahead "
+                f"is {gate.new_ahead})")
+    return None
 
 
 def mirror_lag(plan: Any, timeout: float) -> Check:

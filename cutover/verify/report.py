@@ -55,8 +55,9 @@ def render_html(result: dict[str, Any]) -> str:
                    f"{c['missing']:,}, extra {c['extra']:,}, mismatched {c['mismatched']:,}, duplicates "
                    f"{c['duplicates_old']:,} old / {c['duplicates_new']:,} new. Lag beyond the window: old "
                    f"{t['lag']['old_ahead']:,}, new {t['lag']['new_ahead']:,}. {t['cost']['seconds']} s.</p>")
-        out.append(_rows(["gate", "limit", "found", ""], [[g, v["limit"], v["found"], _verdict(v["passed"])]
-                                                         for g, v in t["gates"].items()]))
+        out.append(_rows(["gate", "limit", "found", ""], [
+            [g, "no limit" if v["limit"] is None else v["limit"], v["found"], _verdict(v["passed"])]
+            for g, v in t["gates"].items()]))
         out.append('<p>' + " ".join(f'<span class="bar" style="display:inline-flex;width:12px"><span class="{c}" '
                                     f'style="width:12px"></span></span> {t}' for c, t in (
                                         ("m", "matched"), ("x", "missing"), ("e", "extra"), ("d", "mismatched"),
@@ -111,6 +112,14 @@ def render_text(result: dict[str, Any]) -> str:
                  str(p["mismatched"]), str(p["duplicates_old"] + p["duplicates_new"]),
                  f"{p['old_ahead']}/{p['new_ahead']}"] for p in t["partitions"]]
         lines.append(table(rows, ["partition", "old", "new", "missing", "extra", "mismatched", "dups", "lag"]))
+        for name in ("max_lag_rows.old_ahead", "max_lag_rows.new_ahead"):
+            gate = t["gates"].get(name)
+            if gate and not gate["passed"]:
+                side = "old" if name.endswith("old_ahead") else "new"
+                lines.append(f"  lag: the {side} table holds {gate['found']:,} rows beyond the other's position, over "
+                             f"gates.{name} ({gate['limit']}); those rows were not compared (window ends: "
+                             + ", ".join(f"{p['partition']}:{p['window_end']}" for p in t["partitions"]
+                                         if p["window_end"] is not None)[:300] + ")")
         s = t["schema"]
         for col in s["missing_in_new"]:
             lines.append(f"  schema: column {col} is missing from {t['table']}")

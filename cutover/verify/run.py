@@ -52,6 +52,7 @@ def verify(plan: Plan, opts: Options) -> dict[str, Any]:
               "tables": results}
     for r in results:
         record(plan, r["table"], {"at": at, "passed": r["passed"], "counts": r["counts"],
+                                  "lag": {k: r["lag"][k] for k in ("old_ahead", "new_ahead")},
                                   "old_snapshot": r["old_snapshot"], "new_snapshot": r["new_snapshot"]})
     return result
 
@@ -181,18 +182,21 @@ def _result(plan: Plan, pair: TablePair, mode: Mode, outcome: Any, schema: dict[
     counts = {k: sum(x[k] for x in parts) for k in ("old_rows", "new_rows", "matched", "missing", "extra",
                                                     "mismatched", "duplicates_old", "duplicates_new")}
     g = plan.spec.gates
-    gates = {name: {"limit": limit, "found": found, "passed": found <= limit} for name, limit, found in (
-        ("max_missing_rows", g.max_missing_rows, counts["missing"]),
-        ("max_extra_rows", g.max_extra_rows, counts["extra"]),
-        ("max_mismatched_rows", g.max_mismatched_rows, counts["mismatched"]),
-        ("max_duplicate_rows", g.max_duplicate_rows, counts["duplicates_old"] + counts["duplicates_new"]))}
+    lag = {"old_ahead": sum(x["old_ahead"] for x in parts), "new_ahead": sum(x["new_ahead"] for x in parts)}
+    gates = {name: {"limit": limit, "found": found, "passed": limit is None or found <= limit}
+             for name, limit, found in (
+                 ("max_missing_rows", g.max_missing_rows, counts["missing"]),
+                 ("max_extra_rows", g.max_extra_rows, counts["extra"]),
+                 ("max_mismatched_rows", g.max_mismatched_rows, counts["mismatched"]),
+                 ("max_duplicate_rows", g.max_duplicate_rows, counts["duplicates_old"] + counts["duplicates_new"]),
+                 ("max_lag_rows.old_ahead", g.max_lag_rows.old_ahead, lag["old_ahead"]),
+                 ("max_lag_rows.new_ahead", g.max_lag_rows.new_ahead, lag["new_ahead"]))}
     passed = all(x["passed"] for x in gates.values()) and schema["passed"] and all(s["success"] for s in suites)
     return {
         "table": pair.new, "old_table": pair.old, "topic": pair.topic, "mode": mode, "passed": passed,
         "counts": counts, "gates": gates, "schema": schema, "suites": suites, "partitions": parts,
         "samples": outcome.samples,
-        "lag": {"old_ahead": sum(x["old_ahead"] for x in parts), "new_ahead": sum(x["new_ahead"] for x in parts),
-                "note": lag_note},
+        "lag": {**lag, "note": lag_note},
         "cost": {**outcome.cost, "seconds": round(time.monotonic() - started, 1)},
     }
 

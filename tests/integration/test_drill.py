@@ -32,7 +32,7 @@ def drill_plan(sandbox: Sandbox, ns: str, tmp: Path) -> Plan:
         "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}\\..*"]},
         "mirror": {**data["mirror"], "group_sync_interval": "1s"},
         "spark": {**data["spark"], "trigger_interval": "1s", "checkpoint_dir": str(tmp / "ck")},
-        "gates": {"quiet_period": "2s"},
+        "gates": {"quiet_period": "2s", "max_lag_rows": {"old_ahead": 500}},
         "tables": [{"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", "schema": ORDERS,
                     "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}}],
     })

@@ -72,7 +72,8 @@ def _plan(sandbox: Sandbox, ns: str, tmp: Path, hooks: dict[str, str], tables: b
         "name": ns, "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}\\..*"]},
         "mirror": {**data["mirror"], "group_sync_interval": "1s"},
         "spark": {**data["spark"], "checkpoint_dir": str(tmp / "ck")},
-        "gates": {"quiet_period": "2s", "verify_max_age": "1h"},
+        # verify runs beside live traffic, once the mirror trails by less than 200 records
+        "gates": {"quiet_period": "2s", "verify_max_age": "1h", "max_lag_rows": {"old_ahead": 200}},
         "switch": {"journal_dir": str(tmp / "journal"), "quiet_timeout": "60s", "groups_timeout": "60s",
                    "hook_timeout": "120s"},
         "routing": {"file": str(tmp / "routing.json")},
@@ -286,6 +287,10 @@ def test_each_precondition_refuses_with_its_reason_and_exit_3(
     _tables_with_verify(main, ns, {"at": (now - dt.timedelta(hours=2)).isoformat(timespec="seconds"),
                                    "passed": True})
     assert "is 120 min old; gates.verify_max_age is 60 min" in _refusals(main)["verify-passed"]
+    _tables_with_verify(main, ns, {"at": now.isoformat(timespec="seconds"), "passed": True,
+                                   "lag": {"old_ahead": 250, "new_ahead": 0}})  # recorded under other gates
+    assert ("the old table held 250 rows beyond the new table's position (gates.max_lag_rows.old_ahead is 200)"
+            in _refusals(main)["verify-passed"])
     assert _refusals(main, "rollback") == {"phase": "there is nothing to roll back (phase ready)"}
     usage = cutover("promote", "--plan", str(main.file))
     assert usage.code == 2 and "needs --execute" in usage.err

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from cutover.local.sandbox import Sandbox
-from cutover.plan import Plan
+from cutover.plan import Plan, derive
 from cutover.shadow import tables
+from cutover.verify import report
 from cutover.verify import run as verify_run
 from tests.conftest import cutover
 from tests.integration.kafka_util import create_topic
@@ -33,7 +34,9 @@ def _records(start: int, n: int) -> list[dict[str, Any]]:
 
 
 def _mirror(sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
-    proc = start_mirror(scoped_plan(sandbox.plan_file, ns, tmp_path), "--until-caught-up")
+    folder = tmp_path / "mirror"  # not beside the test's plans: the same name would replace one
+    folder.mkdir(exist_ok=True)
+    proc = start_mirror(scoped_plan(sandbox.plan_file, ns, folder), "--until-caught-up")
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
 
@@ -112,7 +115,7 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
     assert [(x["partition"], x["id"], x["new_copies"]) for x in s["duplicates"]] == [(*where[8], 2)]
     assert {g: v["passed"] for g, v in t["gates"].items()} == {
         "max_missing_rows": False, "max_extra_rows": False, "max_mismatched_rows": False,
-        "max_duplicate_rows": False}
+        "max_duplicate_rows": False, "max_lag_rows.old_ahead": True, "max_lag_rows.new_ahead": True}
     per = {p["partition"]: p for p in t["partitions"]}
     assert per[where[7][0]]["missing"] == 1 and per[where[10][0]]["extra"] == 1
     page = (tmp_path / "report" / "report.html").read_text()
@@ -123,17 +126,32 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
     assert t["cost"]["rows_compared"] <= 60 and t["cost"]["differing"]["_b0"] >= 1
 
 
-def test_a_lagging_new_table_passes_with_the_lag_reported(sandbox: Sandbox, plan: Plan, tmp_path: Path,
-                                                          ns: str) -> None:
+def test_a_lagging_or_empty_new_table_fails_the_lag_gate_unless_the_plan_allows_the_lag(
+        sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
     legacy, main = _setup(sandbox, plan, tmp_path, ns)
     produce_txn(plan.cluster("old"), f"{ns}.orders", f"{ns}-tx", [(_records(60, 14), True)])
     _mirror(sandbox, ns, tmp_path)
     shadow(legacy, cluster="old")  # the old pipeline moved on; the shadow did not yet
     result = verify_run.verify(main, verify_run.Options())
     t = result["tables"][0]
-    assert result["passed"], t
-    assert t["counts"]["matched"] == 60 and t["counts"]["missing"] == 0
+    assert not result["passed"] and t["counts"]["matched"] == 60 and t["counts"]["missing"] == 0
     assert t["lag"] == {"old_ahead": 14, "new_ahead": 0, "note": None}
+    assert t["gates"]["max_lag_rows.old_ahead"] == {"limit": 0, "found": 14, "passed": False}
+    assert {p["partition"]: p["window_end"] for p in t["partitions"]} == {0: 38, 1: 38}  # in the report
+    assert "over gates.max_lag_rows.old_ahead (0)" in report.render_text(result)
+    assert not verify_run.last_result(main, f"{ns}.orders")["passed"]  # type: ignore[index]
+
+    allowing = derive(main.file, tmp_path / "allowing.yaml", gates={"max_lag_rows": {"old_ahead": 20}})
+    assert verify_run.verify(allowing, verify_run.Options())["passed"]
+
+    # A new table that wrote nothing: every old row is lag, and the default gate fails it.
+    spark.sql(f"CREATE TABLE {tables.qualified(main, f'{ns}.empty')} USING iceberg AS "
+              f"SELECT * FROM {tables.qualified(main, f'{ns}.orders')} WHERE false")
+    empty = derive(main.file, tmp_path / "empty.yaml", tables=[
+        {"topic": f"{ns}.orders", "old": f"{ns}.legacy", "new": f"{ns}.empty", "schema": SCHEMA,
+         "old_offset_columns": OFFSETS}])
+    t = verify_run.verify(empty, verify_run.Options())["tables"][0]
+    assert not t["passed"] and t["counts"]["new_rows"] == 0 and t["lag"]["old_ahead"] == 74
 
 
 def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
