@@ -11,9 +11,15 @@ Each Iceberg snapshot that `cutover shadow` commits carries, in its summary:
 - `cutover.run-id`: the shadow run that wrote it; `cutover.rows.dead-letter`: the
   cumulative count of records sent to the dead-letter table.
 
-The table is the checkpoint: a restart reads the newest stamped snapshot in the
-current snapshot's lineage, so a lost or fresh Spark checkpoint resumes exactly.
-Pure logic: fed snapshots by pyiceberg (status) or by the job.
+The same commit that moves the table's main branch to a stamped snapshot also records
+its stamp in the table property `cutover.kafka.state` (with the snapshot's id and time):
+table maintenance that cutover did not do (compaction, then snapshot expiry) can leave a
+head whose ancestry holds no stamped snapshot, and the positions must survive it.
+
+The table is the checkpoint: a restart reads the newest stamped snapshot in the current
+snapshot's lineage, or, when maintenance expired it, the table's recorded state; so a
+lost or fresh Spark checkpoint resumes exactly. Pure logic: fed snapshots and properties
+by pyiceberg (status) or by the job.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cutover.errors import CutoverError
 
@@ -32,6 +39,8 @@ K_OFFSETS = "cutover.kafka.offsets"
 K_POSITIONS = "cutover.kafka.positions"
 K_RUN = "cutover.run-id"
 K_DEAD = "cutover.rows.dead-letter"
+#: Table property: the stamp of the snapshot main was last moved to by cutover, with its id and time.
+K_STATE = "cutover.kafka.state"
 
 
 class TableStateError(CutoverError):
@@ -103,12 +112,50 @@ def lineage(snapshots: Iterable[Snapshot], current_id: int | None) -> list[Snaps
     return out
 
 
-def latest(snapshots: Iterable[Snapshot], current_id: int | None, table: str) -> TableOffsets:
-    """The table's offsets: from the newest snapshot in its lineage that cutover stamped."""
-    for snap in lineage(snapshots, current_id):
-        if K_CLUSTER in snap.summary:
-            return read(snap, table)
-    return TableOffsets()
+def latest(snapshots: Iterable[Snapshot], current_id: int | None, table: str,
+           properties: Mapping[str, str] | None = None) -> TableOffsets:
+    """The table's offsets: from the newest snapshot in its lineage that cutover stamped, or from the
+    table's recorded state when maintenance expired that snapshot.
+
+    The recorded state names its snapshot S. S in the lineage: that is the stamp. S gone
+    and the lineage's history cut short by expiry (its oldest snapshot's parent is gone
+    too), with no stamp left in it: S was expired below the head, and its record is the
+    position. S still present but off the lineage, or the lineage complete to its root:
+    the table was rolled back past S, and the lineage's own stamp (if any) holds.
+    """
+    snaps = list(snapshots)
+    line = lineage(snaps, current_id)
+    newest = next((s for s in line if K_CLUSTER in s.summary), None)
+    state = _state(properties or {}, table)
+    if state is not None and newest is None:
+        sid = int(state["snapshot-id"])
+        truncated = bool(line) and line[-1].parent_id is not None and \
+            all(s.snapshot_id != line[-1].parent_id for s in snaps)
+        if truncated and all(s.snapshot_id != sid for s in snaps):
+            return read(Snapshot(sid, None, int(state["timestamp-ms"]), state["stamp"]), table)
+    return read(newest, table) if newest is not None else TableOffsets()
+
+
+def state_property(stamp_props: Mapping[str, str], snapshot_id: int, timestamp_ms: int) -> str:
+    """The value of K_STATE for a commit that moves main to `snapshot_id` carrying `stamp_props`."""
+    stamp = {k: v for k, v in stamp_props.items() if k.startswith("cutover.") and k != K_OFFSETS}
+    return json.dumps({"snapshot-id": snapshot_id, "timestamp-ms": timestamp_ms, "stamp": stamp},
+                      separators=(",", ":"), sort_keys=True)
+
+
+def _state(properties: Mapping[str, str], table: str) -> dict[str, Any] | None:
+    raw = properties.get(K_STATE)
+    if not raw:
+        return None
+    try:
+        state: dict[str, Any] = json.loads(raw)
+        if K_CLUSTER not in state["stamp"]:
+            raise KeyError(K_CLUSTER)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TableStateError(f"table {table}: property {K_STATE} is unreadable ({exc})",
+                              fix=f"remove the property (ALTER TABLE ... UNSET TBLPROPERTIES ('{K_STATE}')) and "
+                                  "give the positions with --start-offsets") from None
+    return state
 
 
 def stamped(snapshots: Iterable[Snapshot], current_id: int | None) -> list[Snapshot]:

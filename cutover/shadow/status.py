@@ -46,7 +46,7 @@ def status(plan: Plan, which: str | None = None, cluster: ClusterSide = "new",
     out = []
     for pair in pairs:
         snaps, current, tbl = tables.snapshots(plan, pair.new)
-        held = offsets.latest(snaps, current, pair.new)
+        held = offsets.latest(snaps, current, pair.new, tables.properties_of(tbl))
         dead = tables.table_offsets(plan, tables.dead_letter_name(pair.new))
         own = held.for_cluster(cid)
         count = counts.get(pair.topic, 0)

@@ -115,8 +115,9 @@ def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, prop
 
     `tbl` is the pyiceberg table as read with the offsets the rows were filtered against.
     The rows are committed to the run's own branch, set to `base` first; then main is
-    fast-forwarded to it, which Iceberg refuses unless main is still an ancestor. The
-    branch head's parent is checked to be `base`, so even a branch dropped and recreated
+    fast-forwarded to it in a catalog commit that requires main to be still at `base` and
+    also records the stamp in the table's properties (`cutover.kafka.state`). The branch
+    head's parent is checked to be `base`, so even a branch dropped and recreated
     meanwhile cannot publish rows filtered against other offsets.
     """
     name = qualified(plan, table)
@@ -132,14 +133,24 @@ def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, prop
     written = after.snapshot_by_id(written_id) if written_id is not None else None
     if written is None or written.parent_snapshot_id != base:
         raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
-    cat = plan.spec.catalog
-    assert cat is not None
+    _fast_forward(after, table, base, written.snapshot_id, offsets.state_property(props, written.snapshot_id,
+                                                                                 written.timestamp_ms))
+
+
+def _fast_forward(tbl: Any, table: str, base: int, snapshot_id: int, state: str) -> None:
+    """Move main from `base` to `snapshot_id` and record the stamp in the table's properties, in one
+    catalog commit that fails unless main is still at `base` (the compare-and-set)."""
+    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.table.update.snapshot import ManageSnapshots
+
+    if _ref(tbl, "main") != base:
+        raise Conflict(f"table {table}: another writer committed since snapshot {base}")
     try:
-        spark.sql(f"CALL `{cat.name}`.system.fast_forward(table => '{table}', branch => 'main', to => '{branch}')")
-    except Exception as exc:
-        if "not an ancestor" in str(exc):
-            raise Conflict(f"table {table}: another writer committed since snapshot {base}") from None
-        raise
+        with tbl.transaction() as tx:
+            tx.set_properties({offsets.K_STATE: state})
+            ManageSnapshots(tx).set_current_snapshot(snapshot_id=snapshot_id)  # requires main == base
+    except CommitFailedException:
+        raise Conflict(f"table {table}: another writer committed since snapshot {base}") from None
 
 
 def stamp_only(spark: SparkSession, plan: Plan, table: str, props: dict[str, str], branch: str) -> int:
@@ -218,5 +229,9 @@ def snapshots(plan: Plan, table: str) -> tuple[list[offsets.Snapshot], int | Non
 
 
 def table_offsets(plan: Plan, table: str) -> offsets.TableOffsets:
-    snaps, current, _ = snapshots(plan, table)
-    return offsets.latest(snaps, current, table)
+    snaps, current, tbl = snapshots(plan, table)
+    return offsets.latest(snaps, current, table, properties_of(tbl))
+
+
+def properties_of(tbl: Any) -> dict[str, str]:
+    return dict(tbl.properties) if tbl is not None else {}

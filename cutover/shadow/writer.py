@@ -134,7 +134,7 @@ class TableWriter:
     def _commit(self, df: DataFrame) -> BatchStats | None:
         """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
         snaps, base, tbl = tables.snapshots(self.plan, self.table)
-        main = offsets.latest(snaps, base, self.table)
+        main = offsets.latest(snaps, base, self.table, tables.properties_of(tbl))
         done = main.for_cluster(self.cluster_id)
         marked = self._mark(df.where(_at_or_after(done))).persist()
         try:
@@ -202,7 +202,7 @@ class TableWriter:
                             fix="fix the producer or the table's schema, or run with --on-bad-record dead-letter")
         name = tables.dead_letter_name(self.table)
         snaps, base, tbl = tables.snapshots(self.plan, name)
-        held = offsets.latest(snaps, base, name)
+        held = offsets.latest(snaps, base, name, tables.properties_of(tbl))
         done = held.for_cluster(self.cluster_id)
         rows = dead_letters(marked).where(_at_or_after(done, "kafka_partition", "kafka_offset"))
         added = {r[0]: (r[1], r[2]) for r in rows.groupBy("kafka_partition").agg(

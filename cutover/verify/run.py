@@ -72,7 +72,8 @@ def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
         raise UsageError(f"table {table} does not exist in catalog {plan.spec.catalog.name}",  # type: ignore[union-attr]
                          fix="check tables[] in the plan; the new table is written by `cutover shadow`")
     reader = spark.read if current is None else spark.read.option("snapshot-id", str(current))
-    return Pinned(reader.table(tables.qualified(plan, table)), current, offsets.latest(snaps, current, table))
+    return Pinned(reader.table(tables.qualified(plan, table)), current,
+                  offsets.latest(snaps, current, table, tables.properties_of(tbl)))
 
 
 def _columns(df: DataFrame) -> list[Column_]:

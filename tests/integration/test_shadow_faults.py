@@ -3,14 +3,18 @@ during a commit. Every record of the topic ends up in the table exactly once."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import random
 import signal
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cutover.errors import Refused
 from cutover.local.sandbox import Sandbox
 from cutover.shadow import tables
 from tests.conftest import wait_for
@@ -147,3 +151,44 @@ def test_two_runs_on_one_table_never_double_a_record(sandbox: Sandbox, tmp_path:
     assert [as_rec(r) for r in rows(plan, f"{ns}.t")] == expected
     runs = {s.summary["cutover.run-id"] for s in stamped(plan, f"{ns}.t")}
     assert len(runs) >= 2
+
+
+def _maintain(spark: Any, plan: Any, table: str) -> None:
+    """Table maintenance cutover did not do: compact every file, then expire all but the newest snapshot."""
+    cat = plan.spec.catalog.name
+    spark.sql(f"CALL `{cat}`.system.rewrite_data_files(table => '{table}', options => map('rewrite-all', 'true'))")
+    spark.sql(f"CALL `{cat}`.system.expire_snapshots(table => '{table}', "
+              f"older_than => TIMESTAMP '{(dt.datetime.now() + dt.timedelta(minutes=1)):%Y-%m-%d %H:%M:%S}', "
+              "retain_last => 1)")
+
+
+def test_positions_survive_compaction_and_snapshot_expiry(sandbox: Sandbox, spark: Any, tmp_path: Path,
+                                                           ns: str) -> None:
+    """Maintenance cutover did not do leaves a head whose ancestry has no stamped snapshot (a running
+    shadow's own branch keeps its last one alive; between runs nothing does): the next run continues
+    every partition exactly, and every commit carries every partition's position."""
+    topic, table = f"{ns}.kept", f"{ns}.t"
+    plan = shadow_plan(sandbox.plan_file, ns, tmp_path, [{"topic": topic, "old": f"{ns}.o", "new": table,
+                                                          "format": "raw"}])
+    new = plan.cluster("new")
+    create_topic(new, topic, 3)
+    produce_txn(new, topic, f"{ns}-tx", [([{"value": b"a%d" % i, "partition": i % 3} for i in range(30)], True)])
+    shadow(plan)
+    _maintain(spark, plan, table)
+    assert not stamped(plan, table) and len(rows(plan, table)) == 30
+    produce_txn(new, topic, f"{ns}-tx", [([{"value": b"b%d" % i, "partition": 0} for i in range(5)], True)])
+    shadow(plan)  # one partition has news; the other two must not start over
+    assert [as_rec(r) for r in rows(plan, table)] == read_all(new, topic, 3)
+    newest = stamped(plan, table)[-1]
+    assert json.loads(newest.summary["cutover.kafka.positions"]) == {"0": 16, "1": 10, "2": 10}  # markers count
+
+    _maintain(spark, plan, table)
+    produce_txn(new, topic, f"{ns}-tx", [([{"value": b"c%d" % i, "partition": i % 3} for i in range(9)], True)])
+    shadow(plan)
+    assert [as_rec(r) for r in rows(plan, table)] == read_all(new, topic, 3)
+
+    # Where neither a stamp nor the table's own record of its positions is left, it refuses to guess.
+    spark.sql(f"ALTER TABLE {tables.qualified(plan, table)} UNSET TBLPROPERTIES ('cutover.kafka.state')")
+    _maintain(spark, plan, table)
+    with pytest.raises(Refused, match="has rows but no cutover offsets"):
+        shadow(plan)

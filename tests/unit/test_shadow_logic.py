@@ -42,6 +42,26 @@ def test_latest_walks_the_current_lineage_past_foreign_snapshots_and_ignores_rol
     assert not offsets.latest([], None, "t").stamped
 
 
+def test_the_recorded_state_holds_when_maintenance_expired_every_stamp_and_not_after_a_rollback() -> None:
+    stamp_b = offsets.stamp("C", "t", {0: (10, 19)}, {0: 20, 1: 5}, "r", 0)
+    a = _snap(1, None, **offsets.stamp("C", "t", {0: (0, 9)}, {0: 10}, "r", 0))
+    b = _snap(2, 1, **stamp_b)
+    props = {offsets.K_STATE: offsets.state_property(stamp_b, 2, 2000)}
+    compacted = _snap(3, 2, operation="replace")
+    # compaction, then expiry of everything but the head: only the recorded state knows the positions
+    held = offsets.latest([compacted], 3, "t", props)
+    assert held.positions == {0: 20, 1: 5} and held.cluster_id == "C" and held.snapshot_id == 2
+    # nothing expired: the lineage's stamp (the same one)
+    assert offsets.latest([a, b, compacted], 3, "t", props).snapshot_id == 2
+    # rolled back to a (b still there, off the lineage): a's stamp, never the newer record
+    assert offsets.latest([a, b, compacted], 1, "t", props).positions == {0: 10}
+    # rolled back to before any stamp, and b expired since: the lineage reaches its root, nothing holds
+    root = _snap(7, None, operation="append")
+    assert not offsets.latest([root], 7, "t", props).stamped
+    with pytest.raises(TableStateError, match=r"cutover\.kafka\.state is unreadable"):
+        offsets.latest([compacted], 3, "t", {offsets.K_STATE: "{not json"})
+
+
 def test_a_newer_stamp_version_is_refused_not_guessed() -> None:
     props = {**offsets.stamp("C", "t", {}, {}, "r", 0), offsets.K_VERSION: "2"}
     with pytest.raises(TableStateError, match="version 2; this cutover reads version 1"):
