@@ -594,12 +594,13 @@ def _scan(ref: ClusterRef, topic: str, start: int, goal: int, timeout: float,
     consumer = Consumer(ref.config(**{
         "group.id": "cutover-state-reader", "enable.auto.commit": False, "enable.partition.eof": True,
         "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-        "fetch.max.bytes": 4 * STATE_RECORD_BYTES, "max.partition.fetch.bytes": 2 * STATE_RECORD_BYTES}))
+        "fetch.max.bytes": 4 * STATE_RECORD_BYTES, "max.partition.fetch.bytes": 2 * STATE_RECORD_BYTES,
+        "fetch.wait.max.ms": 20}))  # at the end the broker answers at once: the end is what we wait for
     try:
         consumer.assign([TopicPartition(topic, 0, start)])
         quiet_until = time.monotonic() + timeout
         while True:
-            msgs = consumer.consume(10_000, 0.5)
+            msgs = consumer.consume(10_000, 0.05)  # short: it waits this long whenever fewer are ready
             for msg in msgs:
                 err = msg.error()
                 if err is None:
