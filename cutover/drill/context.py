@@ -129,6 +129,9 @@ class Drill:
         lock = self.held.pop("catalog_lock", None)
         if lock is not None:
             lock.release()
+        txn = self.held.pop("open_txn", None)
+        if txn is not None:  # a drill that stopped with its application's transaction still open
+            txn.abort_transaction(30)
 
 
 class Sampler:

@@ -384,6 +384,156 @@ def _has_columns(d: Drill, a: ColumnsArgs) -> Detail:
     return {"columns": found}
 
 
+# ---------------------------------------------------------------- switch faults
+
+
+@dataclass(frozen=True)
+class OpenTxnArgs:
+    #: default: the first table pair's topic
+    topic: str | None = None
+    partition: int = 0
+    records: int = 3
+    #: what the application does next: nothing until a transaction.resolve step ("never"), or commit or
+    #: abort once a promote or rollback has been waiting for it longer than the quiet period
+    resolve: Literal["never", "commit", "abort"] = "never"
+
+
+@op("fault", "transaction.open", OpenTxnArgs, lambda a: "an exactly-once application pauses in the middle of a "
+    f"transaction on the active cluster ({a.records} records written, not committed"
+    + (")" if a.resolve == "never" else f"; it will {a.resolve} while the switch waits)"))
+def _transaction_open(d: Drill, a: OpenTxnArgs) -> Detail:
+    from confluent_kafka import Producer
+
+    from cutover.drill.traffic import event
+    from cutover.switch import routing
+
+    plan = d.switch_plan()
+    side = routing.active(plan)
+    topic = a.topic or _topics(d, None)[0]
+    producer = Producer({**plan.cluster(side), "transactional.id": f"cutover-drill-eos-{plan.name}",  # type: ignore[arg-type]
+                         "transaction.timeout.ms": 900_000})  # Kafka must not abort it during the drill
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    offsets: list[int] = []
+    for i in range(a.records):
+        key, value, headers = event(topic, -1 - i)  # a negative seq: never the drill traffic's own
+        producer.produce(topic, key=key, value=value, headers=headers, partition=a.partition,
+                         on_delivery=lambda err, m: offsets.append(int(m.offset() or 0)) if err is None else None)
+    if producer.flush(30) or len(offsets) != a.records:
+        raise CutoverError(f"the open transaction's records were not acknowledged on the {side} cluster")
+    d.held["open_txn"] = producer
+    if a.resolve != "never":
+        threading.Thread(target=_resolve_when_waited_for, args=(d, a.resolve), daemon=True).start()
+    return {"cluster": side, "topic": topic, "partition": a.partition, "offsets": [min(offsets), max(offsets)]}
+
+
+def _resolve_when_waited_for(d: Drill, how: str) -> None:
+    """Commit or abort the open transaction once a switch has waited for it longer than the quiet period."""
+    from cutover.switch import journal
+
+    plan = d.switch_plan()
+    folder, period = journal.directory(plan), float(plan.spec.gates.quiet_period)
+
+    def waiting() -> bool:
+        runs = journal.read(folder).runs
+        step = runs[-1].steps[-1] if runs and runs[-1].steps else None
+        return bool(step and step.name == "wait-quiet" and step.outcome is None
+                    and time.time() - step.started > period + 1)
+
+    try:
+        _deadline(900, "a switch waiting for the open transaction", waiting, every=0.5)
+    except ExpectationFailed:
+        return
+    producer = d.held.pop("open_txn", None)
+    if producer is not None:
+        producer.commit_transaction(30) if how == "commit" else producer.abort_transaction(30)
+
+
+@dataclass(frozen=True)
+class ResolveArgs:
+    how: Literal["commit", "abort"] = "commit"
+
+
+@op("fault", "transaction.resolve", ResolveArgs, lambda a: f"the paused application {a.how}s its open transaction")
+def _transaction_resolve(d: Drill, a: ResolveArgs) -> Detail:
+    producer = d.held.pop("open_txn", None)
+    if producer is None:
+        raise CutoverError("no transaction is open (add a transaction.open step before this one)")
+    producer.commit_transaction(30) if a.how == "commit" else producer.abort_transaction(30)
+    return {"resolved": a.how}
+
+
+@dataclass(frozen=True)
+class RefusedArgs:
+    action: Literal["promote", "rollback"] = "promote"
+    #: text the refusal must contain
+    reason: str = ""
+    #: the plan's switch.quiet_timeout for this attempt (how long wait-quiet waits before refusing)
+    quiet_timeout: Duration | None = None
+
+
+@op("expect", "switch-refused", RefusedArgs, lambda a: f"cutover {a.action} --execute is refused (exit 3)"
+    + (f", naming '{a.reason}'" if a.reason else "") + ", before anything irreversible")
+def _switch_refused(d: Drill, a: RefusedArgs) -> Detail:
+    import dataclasses
+
+    from cutover.errors import ExitCode
+    from cutover.plan import derive
+    from cutover.switch import routing, runner
+
+    plan = d.switch_plan()
+    if a.quiet_timeout is not None:
+        switch = {**dataclasses.asdict(plan.spec.switch), "quiet_timeout": float(a.quiet_timeout)}
+        plan = derive(plan.file, d.folder / "switch-plan-refused.yaml", switch=switch)
+    before = routing.active(plan)
+    try:
+        runner.execute(plan, a.action, runner.Options())
+    except CutoverError as exc:
+        if exc.exit_code != ExitCode.REFUSED or a.reason not in exc.message:
+            raise ExpectationFailed(f"cutover {a.action} failed, but not with the refusal expected: "
+                                    f"{exc.message[:600]}") from None
+        if routing.active(plan) != before:
+            raise ExpectationFailed(f"cutover {a.action} was refused after it switched the clients") from None
+        return {"refusal": exc.message[:1000], "fix": exc.fix}
+    raise ExpectationFailed(f"cutover {a.action} went through; it should have been refused")
+
+
+@dataclass(frozen=True)
+class KillSwitchArgs:
+    action: Literal["promote", "rollback"] = "promote"
+    #: the step during which the switch process is SIGKILLed (one that lasts: wait-quiet waits the quiet period)
+    step: str = "wait-quiet"
+
+
+@op("fault", "switch.kill", KillSwitchArgs, lambda a: f"start cutover {a.action} --execute and SIGKILL it during "
+    f"step {a.step} (the operator's machine dies)")
+def _switch_kill(d: Drill, a: KillSwitchArgs) -> Detail:
+    from cutover.switch import journal
+
+    plan = d.switch_plan()
+    folder = journal.directory(plan)
+    proc = d.spawn("switch", a.action, "--plan", str(plan.file), "--execute")
+
+    def inside() -> bool:
+        runs = journal.read(folder).runs
+        step = runs[-1].steps[-1] if runs and runs[-1].steps else None
+        return bool(step and step.name == a.step and step.outcome is None) or _died(proc, d.folder / "switch.log")
+
+    _deadline(600, f"cutover {a.action} to reach step {a.step}", inside, every=0.2)
+    return {"killed_in": a.step, "exit": d.kill("switch")}
+
+
+@op("fault", "journal.tear", NoArgs, lambda _a: "tear the last line of the switch journal, as a machine that dies "
+    "mid-write leaves it")
+def _journal_tear(d: Drill, _a: NoArgs) -> Detail:
+    from cutover.switch import journal
+
+    path = journal.directory(d.switch_plan()) / "journal.jsonl"
+    with path.open("ab") as f:
+        f.write(b'{"v": 1, "event": "step-end", "run": "torn", "st')
+    return {"journal": str(path)}
+
+
 # ---------------------------------------------------------------- sandbox faults
 
 

@@ -37,6 +37,11 @@ class Sent:
     seq: int
 
 
+def event(topic: str, seq: int, version: int = 1) -> tuple[bytes, bytes, list[Any]]:
+    """One sample record (key, value, headers) of `topic`, with this sequence number."""
+    return _event(topic, seq, random.Random(seq), version)
+
+
 def _event(topic: str, seq: int, rnd: random.Random, version: int) -> tuple[bytes, bytes, list[Any]]:
     customer = f"c{rnd.randint(1, 50):03d}"
     if topic.endswith("payments"):
