@@ -14,7 +14,7 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
@@ -89,6 +89,10 @@ class Copier:
         self.totals = Totals()
         self.source_cluster = ""
         self.writer: st.StateWriter | None = None
+        #: Target topic -> max.message.bytes; a record over it is refused before it is sent (see _oversized).
+        self.limits: dict[str, int] = {}
+        #: Reads one target topic's max.message.bytes again (before refusing on a limit that may have changed).
+        self.refresh_limit: Callable[[str], int] | None = None
         self._pending_groups: list[st.GroupSync] = []
 
     def init(self) -> None:
@@ -175,6 +179,10 @@ class Copier:
         return gaps
 
     def _commit(self, messages: list[Message], reached: dict[TP, int], gaps: dict[TP, Gap]) -> int:
+        oversized = self._oversized(messages)
+        if oversized is not None:
+            index, limit = oversized
+            self._stop_before(messages, gaps, index, f"it is larger than the topic's max.message.bytes ({limit})")
         results: list[tuple[int, int]] = []  # (index, target offset)
         failures: list[tuple[int, KafkaError]] = []
         self._call(self.producer.begin_transaction, "beginning a transaction")
@@ -268,6 +276,28 @@ class Copier:
         if err.code() not in _TOO_LARGE:
             raise _Abortable(err.str())
         self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
+        self._stop_before(messages, gaps, index, err.str())
+
+    def _oversized(self, messages: list[Message]) -> tuple[int, int] | None:
+        """The first record the target topic is sure to refuse for its size, and the topic's limit.
+
+        Checked before sending: in a transaction, librdkafka only gives up on such a record
+        when the transaction times out (a minute). The size counted is a lower bound of its
+        record batch (61 bytes of batch header and 7 of record framing), so a record that
+        could fit is never refused here; the limit is read again before refusing.
+        """
+        for i, m in enumerate(messages):
+            topic = _tp(m)[0]
+            limit = self.limits.get(topic)
+            if limit is not None and _least_batch(m) > limit:
+                if self.refresh_limit is not None:
+                    self.limits[topic] = limit = self.refresh_limit(topic)
+                if _least_batch(m) > limit:
+                    return i, limit
+        return None
+
+    def _stop_before(self, messages: list[Message], gaps: dict[TP, Gap], index: int, why: str) -> NoReturn:
+        """Commit the records before `index`, then stop: the target refuses the record at `index`."""
         bad = messages[index]
         before = {_tp(m): _off(m) + 1 for m in messages[:index]}
         before[_tp(bad)] = _off(bad)
@@ -275,7 +305,7 @@ class Copier:
         size = len(bad.value() or b"") + len(bad.key() or b"")
         raise RecordTooLarge(
             f"{self.rt.target.describe()} refused the record at {bad.topic()} partition {bad.partition()} "
-            f"offset {bad.offset()} ({size} bytes): {err.str()}. The mirror stopped before it; "
+            f"offset {bad.offset()} ({size} bytes): {why}. The mirror stopped before it; "
             f"{done} records before it were committed",
             fix=f"raise max.message.bytes of topic {bad.topic()} on the {self.rt.target.name} cluster (and the "
                 "brokers' message.max.bytes if needed) to at least the source's, then run the mirror again")
@@ -357,6 +387,14 @@ def _pairs(messages: list[Message], results: list[tuple[int, int]]) -> dict[TP, 
         m = messages[i]
         out.setdefault(_tp(m), []).append((_off(m), tgt))
     return out
+
+
+def _least_batch(msg: Message) -> int:
+    """The fewest bytes a record batch holding only this record can take."""
+    headers = 0
+    for key, value in cast(list[tuple[str, bytes | None]], msg.headers() or []):
+        headers += len(key) + len(value or b"")
+    return 61 + 7 + len(msg.key() or b"") + len(msg.value() or b"") + headers
 
 
 def _tp(msg: Message) -> TP:

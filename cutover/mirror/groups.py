@@ -198,5 +198,6 @@ def sync_now(plan: Any, direction: st.Direction, allow_rewind: bool = False,
     outcomes = sync(rt, plan.spec.groups.matches, translator(rt, plan, timeout), lambda _tp: True,
                     allow_rewind, timeout, mirrored(plan))
     source = cluster_id(rt.source, timeout)
+    st.ensure_topics(rt, plan.spec.mirror.replication_factor, timeout)
     st.note(rt, [st.group_record(source, sync_) for sync_ in record(outcomes)], timeout)
     return outcomes

@@ -87,6 +87,8 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
             r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
         _prepare_topics(r, {t for t, _p in state.partitions} | state.created, set(state.partitions))
         st.ensure_topics(rt, plan.spec.mirror.replication_factor, opts.timeout)
+        copier.limits = topics.target_limits(rt, list(r.topics), opts.timeout)
+        copier.refresh_limit = lambda t: topics.target_limits(rt, [t], opts.timeout).get(t, 1 << 31)
         copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)), state.logs.get(str(opts.shard)))
         if opts.on_ready:
             opts.on_ready()
@@ -203,6 +205,7 @@ def _follow_topics(r: Run, copier: Copier) -> None:
     _prepare_topics(r, seen.topics | {t for t, _p in copier.maps}, set(copier.maps))
     if not grew:
         return
+    copier.limits = topics.target_limits(r.rt, list(r.topics), r.opts.timeout)
     added = _starting_points(r, st.load(r.rt, r.source_cluster, with_map=False, timeout=r.opts.timeout),
                              set(copier.maps))
     if added:

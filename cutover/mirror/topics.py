@@ -194,6 +194,18 @@ def _source(entry: ConfigEntry) -> int:
     return int(getattr(source, "value", source))
 
 
+def target_limits(rt: Route, topics: list[str], timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
+    """Each target topic's max.message.bytes (the topic's, or the broker default it inherits)."""
+    client = admin(rt.target)
+    try:
+        present = [t for t in topics if t in client.list_topics(timeout=timeout).topics]
+    except KafkaException as exc:
+        raise rt.target.failure(exc, "listing topics", client) from None
+    return {t: int(conf["max.message.bytes"]) for t, conf in
+            _configs(rt.target, client, present, timeout, explicit_only=False).items()
+            if "max.message.bytes" in conf}
+
+
 def batch_limit(rt: Route, topics: dict[str, int], timeout: float = DEFAULT_TIMEOUT) -> int:
     """The producer's batch size: no batch of small records may exceed what a target topic accepts."""
     limit = 1_000_000

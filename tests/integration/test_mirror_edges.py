@@ -22,7 +22,7 @@ from tests.integration.mirror_util import content, scoped_plan, start_mirror, st
 #: A process that opens a transaction on the mirror's state topics as a shard does, writes its
 #: state record, and is then SIGKILLed before it commits: a shard that died mid-transaction.
 ZOMBIE = """
-import json, sys, time
+import json, sys
 from confluent_kafka import Producer
 props, txn_id, topics, key = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 p = Producer({**props, "transactional.id": txn_id, "transaction.timeout.ms": 6000})
@@ -32,7 +32,7 @@ for t in topics:
     p.produce(t, key=key.encode(), value=json.dumps({"v": 2, "p": []}).encode(), partition=0)
 assert p.flush(30) == 0
 print("open", flush=True)
-time.sleep(600)
+sys.stdin.read()  # holds the transaction open until it is killed
 """
 
 
@@ -64,7 +64,7 @@ def test_a_shard_that_died_mid_transaction_does_not_hide_another_shards_progress
     zombie = subprocess.Popen(
         [sys.executable, "-c", ZOMBIE, json.dumps(new), transactional_id(rt, ns, other),
          json.dumps([rt.offsets_topic, rt.progress_topic]), json.dumps(["delta", source, str(other), 0])],
-        stdout=subprocess.PIPE, text=True)
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert zombie.stdout is not None and zombie.stdout.readline().strip() == "open"
     finally:

@@ -156,6 +156,8 @@ def test_a_record_too_large_for_the_target_stops_the_mirror_before_it(sandbox: S
     run = cutover("mirror", "--plan", str(scoped), "--until-caught-up")
     assert run.code == 1, run.err
     assert f"{topic} partition 0 offset 1" in run.err and "max.message.bytes" in run.err
+    # refused before it was sent: in a transaction the producer would only give up after a minute
+    assert "larger than the topic's max.message.bytes (50000)" in run.err
     assert [r.value for r in read_all(new, topic, 1)] == [b"a" * 100]
 
     admin = AdminClient(new)

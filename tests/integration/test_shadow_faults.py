@@ -137,7 +137,8 @@ def test_two_runs_on_one_table_never_double_a_record(sandbox: Sandbox, tmp_path:
         # Both read the same snapshot and race to publish: the loser's compare-and-set fails.
         wait_for(lambda: any("another writer committed" in log.read_text() for log in logs), 120,
                  "a lost compare-and-set")
-        threading.Event().wait(3)
+        after = len(stamped(plan, f"{ns}.t"))  # and both go on committing after it
+        wait_for(lambda: len(stamped(plan, f"{ns}.t")) >= after + 4, 120, "more commits after the conflict")
     finally:
         feed.finish()
         for proc in procs:
