@@ -56,6 +56,7 @@ class Feed:
         self.thread.join(60)
 
 
+@pytest.mark.slow
 def test_driver_killed_at_random_moments_leaves_every_record_once(sandbox: Sandbox, tmp_path: Path,
                                                                    ns: str) -> None:
     topic, rnd = f"{ns}.stream", random.Random(7)

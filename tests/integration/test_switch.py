@@ -125,6 +125,7 @@ def _switch(plan: Plan, action: str, kills: Path, steps: list[str], *args: str) 
     raise AssertionError(f"{action} did not finish")
 
 
+@pytest.mark.slow
 def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     ctl, kills = tmp_path / "ctl", tmp_path / "kills"
