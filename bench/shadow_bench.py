@@ -33,9 +33,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cutover.lake import catalog as catalog_mod
 from cutover.lake import spark as spark_mod
+from cutover.lake import stamps, tables
 from cutover.local.sandbox import Sandbox
 from cutover.plan import load_plan
-from cutover.shadow import offsets, tables
 from cutover.shadow.source import reader_options
 
 CLI = str(Path(sys.executable).with_name("cutover"))
@@ -100,8 +100,8 @@ def freshness(plan_file: Path, table: str) -> list[float]:
     at = {(r["kafka_partition"], r["kafka_offset"]): r["kafka_timestamp"].timestamp() for r in rows}
     snaps, current, _ = tables.snapshots(plan, table)
     lags = []
-    for snap in offsets.stamped(snaps, current):
-        for p, (first, last) in offsets.ranges(snap).items():
+    for snap in stamps.stamped(snaps, current):
+        for p, (first, last) in stamps.ranges(snap).items():
             lags += [snap.timestamp_ms / 1000 - at[(p, o)] for o in range(first, last + 1) if (p, o) in at]
     return sorted(lags)
 

@@ -27,9 +27,9 @@ from typing import Any
 import yaml
 
 from cutover.lake import spark as spark_mod
+from cutover.lake import tables
 from cutover.local.sandbox import Sandbox
 from cutover.plan import load_plan
-from cutover.shadow import tables
 from cutover.verify import run as verify_run
 
 PAYLOAD = ["id", "name", "amount", "score", "created_at", "note"]

@@ -157,8 +157,8 @@ class Sampler:
 
 def sample(plan: Plan) -> dict[str, Any]:
     from cutover.errors import CutoverError
+    from cutover.lake import tables
     from cutover.mirror import status as mirror_status
-    from cutover.shadow import tables
 
     out: dict[str, Any] = {"t": time.time()}
     try:

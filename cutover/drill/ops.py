@@ -252,7 +252,8 @@ def _shadow_run(d: Drill, a: ShadowArgs) -> Detail:
 @op("action", "legacy.run", NoArgs, lambda _a: "run the old pipeline's stand-in: write each old table from the "
     "old cluster until caught up")
 def _legacy_run(d: Drill, _a: NoArgs) -> Detail:
-    from cutover.shadow import job, tables
+    from cutover.lake import tables
+    from cutover.shadow import job
 
     if all(tables.exists(d.plan, p.old) for p in d.plan.spec.tables):
         s = job.run(d.plan, job.Options(cluster="old", canonical=True), threading.Event())
@@ -285,7 +286,7 @@ def _shadow_kill(d: Drill, _a: NoArgs) -> Detail:
 @op("action", "shadow.start", NoArgs, lambda _a: "start cutover shadow --follow in the background (unless it "
     "runs); wait for its first commit")
 def _shadow_start(d: Drill, _a: NoArgs) -> Detail:
-    from cutover.shadow import tables
+    from cutover.lake import tables
 
     running = d.running("shadow")
     if running is not None:
@@ -370,7 +371,7 @@ class ColumnsArgs:
 @op("expect", "table-has-columns", ColumnsArgs, lambda a: f"the {a.table} tables have column(s) "
     + ", ".join(a.columns))
 def _has_columns(d: Drill, a: ColumnsArgs) -> Detail:
-    from cutover.shadow import tables
+    from cutover.lake import tables
 
     found = {}
     for pair in d.plan.spec.tables:

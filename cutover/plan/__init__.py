@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from cutover import secrets
-from cutover.errors import PlanError
+from cutover.errors import PlanError, UsageError
 from cutover.plan.model import ClusterSide, Plan, PlanSpec, TablePair
 from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 
-__all__ = ["ClusterSide", "Plan", "PlanSpec", "TablePair", "derive", "load_plan"]
+__all__ = ["ClusterSide", "Plan", "PlanSpec", "TablePair", "derive", "load_plan", "select_pairs"]
 
 
 def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
@@ -94,3 +94,18 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
         if t.format != "json" and t.schema:
             problems.append(f"{where(('tables', i, 'schema'))}: a schema only applies to format json")
     return problems
+
+
+def select_pairs(plan: Plan, which: str | None) -> list[TablePair]:
+    """The table pairs a command works on: all, or the one whose topic or table (old or new) is `which`."""
+    pairs = plan.spec.tables
+    if not pairs:
+        raise UsageError(f"{plan.file}: tables: the plan has no table pairs",
+                         fix="add a tables section (see samples/plan.yaml)")
+    if which is None:
+        return list(pairs)
+    chosen = [p for p in pairs if which in (p.topic, p.new, p.old)]
+    if not chosen:
+        raise UsageError(f"--table {which}: no table pair in {plan.file} has this topic or table",
+                         fix="use one of: " + ", ".join(p.new for p in pairs))
+    return chosen

@@ -15,25 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cutover.lake.tables import META_NAMES
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
 
 ERROR = "_cutover_error"
 UNKNOWN = "_cutover_unknown_fields"
-META_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("kafka_topic", "string"),
-    ("kafka_partition", "int"),
-    ("kafka_offset", "bigint"),
-    ("kafka_timestamp", "timestamp"),
-    ("kafka_key", "binary"),
-    ("kafka_headers", "array<struct<key:string,value:binary>>"),
-)
-META_NAMES = tuple(n for n, _ in META_COLUMNS)
-DEAD_LETTER_COLUMNS: tuple[tuple[str, str], ...] = (
-    *META_COLUMNS[:5], ("kafka_value", "binary"), META_COLUMNS[5], ("error", "string"),
-    ("dead_lettered_at", "timestamp"),
-)
 
 
 def meta_columns() -> list[Column]:

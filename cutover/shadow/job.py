@@ -28,11 +28,12 @@ from cutover.errors import CutoverError, Refused, UnreachableError, UsageError
 from cutover.kafka import inspect
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
 from cutover.kafka.offsets import log_offsets
+from cutover.lake import tables
+from cutover.lake.stamps import TableOffsets
 from cutover.output import progress
-from cutover.plan import ClusterSide, Plan, TablePair
-from cutover.shadow import tables
+from cutover.plan import ClusterSide, Plan, TablePair, select_pairs
+from cutover.shadow import ddl
 from cutover.shadow.decode import DECODERS, Payload
-from cutover.shadow.offsets import TableOffsets
 from cutover.shadow.source import reader_options
 from cutover.shadow.writer import TableWriter, payload_of
 
@@ -61,20 +62,6 @@ class Options:
     #: Write each pair's old (canonical) table instead of its new one: the table promote hands over.
     canonical: bool = False
     timeout: float = DEFAULT_TIMEOUT
-
-
-def select_pairs(plan: Plan, which: str | None) -> list[TablePair]:
-    pairs = plan.spec.tables
-    if not pairs:
-        raise UsageError(f"{plan.file}: tables: the plan has no table pairs",
-                         fix="add a tables section (see samples/plan.yaml)")
-    if which is None:
-        return list(pairs)
-    chosen = [p for p in pairs if which in (p.topic, p.new, p.old)]
-    if not chosen:
-        raise UsageError(f"--table {which}: no table pair in {plan.file} has this topic or table",
-                         fix="use one of: " + ", ".join(p.new for p in pairs))
-    return chosen
 
 
 def targets(plan: Plan, which: str | None, canonical: bool) -> list[TablePair]:
@@ -146,8 +133,8 @@ def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, 
     where = f"{plan.file}: tables[topic={pair.topic}]"
     if not tables.exists(plan, pair.new):
         payload = DECODERS[pair.format].payload(_declared(pair)) or _infer(spark, pair, ref, count, opts.timeout)
-        tables.ensure(spark, plan, pair.new, payload, pair.partition_by, where)
-    tables.ensure_dead_letter(spark, plan, pair.new)
+        ddl.ensure(spark, plan, pair.new, payload, pair.partition_by, where)
+    ddl.ensure_dead_letter(spark, plan, pair.new)
     for name in (pair.new, tables.dead_letter_name(pair.new)):
         tables.drop_stale_branches(spark, plan, name, STALE_BRANCH_MS)
     held = tables.table_offsets(plan, pair.new)

@@ -16,10 +16,9 @@ from typing import Any
 from cutover.kafka import inspect
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef
 from cutover.kafka.offsets import committed_records, log_offsets
+from cutover.lake import stamps, tables
 from cutover.output import table
-from cutover.plan import ClusterSide, Plan
-from cutover.shadow import offsets, tables
-from cutover.shadow.job import select_pairs
+from cutover.plan import ClusterSide, Plan, select_pairs
 
 EXACT_UP_TO = 20_000
 
@@ -46,7 +45,7 @@ def status(plan: Plan, which: str | None = None, cluster: ClusterSide = "new",
     out = []
     for pair in pairs:
         snaps, current, tbl = tables.snapshots(plan, pair.new)
-        held = offsets.latest(snaps, current, pair.new, tables.properties_of(tbl))
+        held = stamps.latest(snaps, current, pair.new, tables.properties_of(tbl))
         dead = tables.table_offsets(plan, tables.dead_letter_name(pair.new))
         own = held.for_cluster(cid)
         count = counts.get(pair.topic, 0)

@@ -3,7 +3,7 @@
 Spark hands each micro-batch to `TableWriter.on_batch`. The writer reads the offsets
 stamped in the table's current snapshot (fresh from the catalog), drops the records
 already there, decodes the rest, and publishes the good rows in one Iceberg snapshot
-whose summary carries the offsets (`cutover.shadow.offsets`), as a compare-and-set on
+whose summary carries the offsets (`cutover.lake.stamps`), as a compare-and-set on
 that snapshot (`tables.publish`). A replayed batch, a restart from a lost checkpoint, a
 retry after a commit whose outcome was unknown, and a second run writing the same table
 all meet the same filter or lose the compare-and-set and retry, so no record lands twice
@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cutover.errors import CutoverError, Refused, UnreachableError
+from cutover.lake import stamps, tables
 from cutover.output import progress
 from cutover.plan import Plan, TablePair
-from cutover.shadow import offsets, tables
+from cutover.shadow import ddl
 from cutover.shadow.decode import DECODERS, ERROR, UNKNOWN, Payload, dead_letters, table_rows
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class TableWriter:
     def _commit(self, df: DataFrame) -> BatchStats | None:
         """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
         snaps, base, tbl = tables.snapshots(self.plan, self.table)
-        main = offsets.latest(snaps, base, self.table, tables.properties_of(tbl))
+        main = stamps.latest(snaps, base, self.table, tables.properties_of(tbl))
         done = main.for_cluster(self.cluster_id)
         marked = self._mark(df.where(_at_or_after(done))).persist()
         try:
@@ -149,7 +150,7 @@ class TableWriter:
                 stats = BatchStats.of(marked)
             if stats.bad:
                 self._dead_letter(marked, stats.spans, stats.bad)
-            props = offsets.stamp(self.cluster_id, self.pair.topic, stats.added, offsets.advance(done, stats.spans),
+            props = stamps.stamp(self.cluster_id, self.pair.topic, stats.added, stamps.advance(done, stats.spans),
                                   self.run_id, main.dead_letter_rows + stats.bad)
             assert base is not None  # tables are created with a first (empty) snapshot
             tables.publish(df.sparkSession, self.plan, self.table, tbl, table_rows(marked, self.payload), props, base,
@@ -185,7 +186,7 @@ class TableWriter:
         sample = drifting.select(F.col("value").cast("string").alias("v")).limit(1000)
         inferred = {f.name: f.dataType.simpleString() for f in spark.read.json(sample.rdd.map(lambda r: r[0])).schema}
         new = [(n, inferred.get(n, "string")) for n in names]
-        tables.add_columns(spark, self.plan, self.table, new)
+        ddl.add_columns(spark, self.plan, self.table, new)
         self.payload = payload_of(spark, self.plan, self.table)
         self.counters.added_columns += [n for n, _ in new]
         return DECODERS[self.pair.format].mark(records, self.payload)
@@ -202,14 +203,14 @@ class TableWriter:
                             fix="fix the producer or the table's schema, or run with --on-bad-record dead-letter")
         name = tables.dead_letter_name(self.table)
         snaps, base, tbl = tables.snapshots(self.plan, name)
-        held = offsets.latest(snaps, base, name, tables.properties_of(tbl))
+        held = stamps.latest(snaps, base, name, tables.properties_of(tbl))
         done = held.for_cluster(self.cluster_id)
         rows = dead_letters(marked).where(_at_or_after(done, "kafka_partition", "kafka_offset"))
         added = {r[0]: (r[1], r[2]) for r in rows.groupBy("kafka_partition").agg(
             F.min("kafka_offset"), F.max("kafka_offset")).collect()}
         if not added:
             return  # an earlier attempt already wrote these dead letters
-        props = offsets.stamp(self.cluster_id, self.pair.topic, added, offsets.advance(done, spans), self.run_id,
+        props = stamps.stamp(self.cluster_id, self.pair.topic, added, stamps.advance(done, spans), self.run_id,
                               held.dead_letter_rows + bad)
         assert base is not None
         tables.publish(marked.sparkSession, self.plan, name, tbl, rows, props, base, self.branch)

@@ -146,7 +146,7 @@ def hooks_runnable(plan: Any) -> Check:
 
 def tables_handover(plan: Any) -> Check:
     def test() -> str | None:
-        from cutover.shadow import tables
+        from cutover.lake import tables
 
         problems = [p for p in (pair.handover_problem() for pair in plan.spec.tables) if p]
         for pair in plan.spec.tables:

@@ -107,7 +107,9 @@ class Live:
         return {"routing": body} if body else {"routing": None, "note": "the plan names no routing file"}
 
     def hand_over(self, pair: TablePair) -> Detail:
-        return handover.hand_over(self.plan, pair, self.run, self.timeout)
+        detail = handover.hand_over(self.plan, pair, self.run, self.timeout)
+        detail["rows_written"] = _write_canonical(self.plan, pair, self.timeout)
+        return detail
 
     def hand_back(self, pair: TablePair) -> Detail:
         return handover.hand_back(self.plan, pair, self.run, self.timeout)
@@ -195,6 +197,16 @@ class DryRun:
     def hand_back(self, pair: TablePair) -> Detail:
         return self._would(f"{pair.old}: translate the table's new-cluster positions back and stamp them for "
                            "the old writer")
+
+
+def _write_canonical(plan: Any, pair: TablePair, timeout: float) -> int:
+    """The one place the switch drives the parallel write path: cutover's writer catches the canonical
+    table up from the new cluster, from the stamps the hand-over left. Returns the rows it wrote."""
+    from cutover.shadow import job
+
+    summary = job.run(plan, job.Options(cluster="new", table=pair.old, canonical=True, timeout=timeout),
+                      threading.Event())
+    return sum(t["rows"] for t in summary["tables"])
 
 
 def _outside(plan: Any, direction: st.Direction) -> dict[str, list[tuple[str, int]]]:

@@ -17,19 +17,18 @@ its consumer group when the plan names one).
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import commit_group, group_info, log_offsets
+from cutover.lake import stamps, tables
 from cutover.mirror import groups
 from cutover.mirror import state as st
 from cutover.mirror.offsetmap import NotYetMirrored
 from cutover.output import progress
 from cutover.plan import TablePair
-from cutover.shadow import offsets, tables
 
 HANDOVER = "cutover.handover"
 BRANCH = "cutover_handover"
@@ -82,15 +81,15 @@ def _translate(tr: groups.Translator, topic: str, positions: dict[int, int], wha
 
 def _stamp(spark: Any, plan: Any, pair: TablePair, cluster: str, positions: dict[int, int], note: dict[str, Any],
            dead_letters: int) -> int:
-    props = offsets.stamp(cluster, pair.topic, {}, positions, f"{plan.name}-{note['run']}", dead_letters)
+    props = stamps.stamp(cluster, pair.topic, {}, positions, f"{plan.name}-{note['run']}", dead_letters)
     props[HANDOVER] = json.dumps(note, sort_keys=True, separators=(",", ":"))
     return tables.stamp_only(spark, plan, pair.old, props, BRANCH)
 
 
 def hand_over(plan: Any, pair: TablePair, run: str, timeout: float) -> dict[str, Any]:
-    """Promote: stamp the translated positions on the canonical table, then write it from the new cluster."""
+    """Promote: stamp the translated positions on the canonical table (the caller then has its writer
+    write it from the new cluster, from those stamps)."""
     from cutover.lake import spark as spark_mod
-    from cutover.shadow import job
 
     new_id = cluster_id(_ref(plan, "new"), timeout)
     held = tables.table_offsets(plan, pair.old)
@@ -108,9 +107,6 @@ def hand_over(plan: Any, pair: TablePair, run: str, timeout: float) -> dict[str,
         progress(f"  {pair.old}: handed over at " + ", ".join(f"{p}:{old_pos[p]}->{o}" for p, o in new_pos.items())
                  + f" (old writer's positions from {source})")
         detail.update({"from": source, "old_positions": old_pos, "new_positions": new_pos, "snapshot": snap})
-    summary = job.run(plan, job.Options(cluster="new", table=pair.old, canonical=True, timeout=timeout),
-                      threading.Event())
-    detail["rows_written"] = sum(t["rows"] for t in summary["tables"])
     return detail
 
 

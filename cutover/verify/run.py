@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cutover.errors import UsageError
+from cutover.lake import stamps, tables
 from cutover.output import progress
-from cutover.plan import Plan, TablePair
-from cutover.shadow import offsets, tables
-from cutover.shadow.job import select_pairs
+from cutover.plan import Plan, TablePair, select_pairs
 from cutover.verify import align, quality
 from cutover.verify.canon import Column_, canonical, row_hash, schema_diff
 from cutover.verify.reconcile import Mode, buckets, reconcile
@@ -29,7 +28,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cutover.verify")
 RESULT_PROPERTY = "cutover.verify.last"
-_META = {"kafka_offset", "kafka_partition", "kafka_topic"}
+#: Kafka metadata columns that place a row rather than describe it: never compared as content.
+_META = {"kafka_offset", "kafka_partition", "kafka_topic"} & set(tables.META_NAMES)
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Pinned:
 
     df: DataFrame
     snapshot_id: int | None
-    held: offsets.TableOffsets
+    held: stamps.TableOffsets
 
 
 def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
@@ -73,7 +73,7 @@ def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
                          fix="check tables[] in the plan; the new table is written by `cutover shadow`")
     reader = spark.read if current is None else spark.read.option("snapshot-id", str(current))
     return Pinned(reader.table(tables.qualified(plan, table)), current,
-                  offsets.latest(snaps, current, table, tables.properties_of(tbl)))
+                  stamps.latest(snaps, current, table, tables.properties_of(tbl)))
 
 
 def _columns(df: DataFrame) -> list[Column_]:
@@ -157,7 +157,7 @@ def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pa
     return staged.select(p.cast("int").alias("_p"), ident.alias("_id"), h.alias("_h"), *cols)
 
 
-def _window(old_held: offsets.TableOffsets, new_held: offsets.TableOffsets, old_highest: dict[int, int],
+def _window(old_held: stamps.TableOffsets, new_held: stamps.TableOffsets, old_highest: dict[int, int],
             new_highest: dict[int, int], maps: dict[int, Any]) -> dict[int, int]:
     """Each side's position in old offsets: stamped in the table, else its highest offset + 1."""
     old_pos = dict(old_held.positions) if old_held.stamped else old_highest

@@ -16,8 +16,8 @@ import yaml
 from confluent_kafka import Producer
 
 from cutover.lake import catalog as catalog_mod
+from cutover.lake import stamps, tables
 from cutover.plan import Plan, load_plan
-from cutover.shadow import offsets, tables
 from cutover.shadow.job import Options, run
 from tests.conftest import wait_for
 from tests.integration.kafka_util import Rec
@@ -95,9 +95,9 @@ def as_rec(row: dict[str, Any], value: str = "value") -> Rec:
     return Rec(row["kafka_partition"], row["kafka_offset"], row["kafka_key"], row[value], headers, millis)
 
 
-def stamped(plan: Plan, table: str) -> list[offsets.Snapshot]:
+def stamped(plan: Plan, table: str) -> list[stamps.Snapshot]:
     snaps, current, _ = tables.snapshots(plan, table)
-    return offsets.stamped(snaps, current)
+    return stamps.stamped(snaps, current)
 
 
 def json_values(n: int, start: int = 0, **extra: Any) -> list[dict[str, Any]]:

@@ -11,9 +11,9 @@ import pytest
 
 from cutover.errors import Refused
 from cutover.lake import catalog as catalog_mod
+from cutover.lake import stamps
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan
-from cutover.shadow import offsets
 from cutover.shadow.writer import BadRecord, SchemaDrift
 from tests.conftest import cutover
 from tests.integration.kafka_util import create_topic, produce, read_all
@@ -63,8 +63,8 @@ def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_of
         by_partition: dict[int, list[int]] = {}
         for p, o in added:
             by_partition.setdefault(p, []).append(o)
-        assert offsets.ranges(snap) == {p: (min(os), max(os)) for p, os in by_partition.items()}
-        assert snap.summary[offsets.K_CLUSTER] == first["cluster_id"]
+        assert stamps.ranges(snap) == {p: (min(os), max(os)) for p, os in by_partition.items()}
+        assert snap.summary[stamps.K_CLUSTER] == first["cluster_id"]
         seen = at
 
     # More records, a new run (fresh checkpoint), and a run told to start from the earliest

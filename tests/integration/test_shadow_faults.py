@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from cutover.errors import Refused
+from cutover.lake import tables
 from cutover.local.sandbox import Sandbox
-from cutover.shadow import tables
 from tests.conftest import wait_for
 from tests.integration.kafka_util import create_topic, read_all
 from tests.integration.shadow_util import (

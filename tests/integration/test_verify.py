@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from cutover.lake import tables
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, derive
-from cutover.shadow import tables
 from cutover.verify import report
 from cutover.verify import run as verify_run
 from tests.conftest import cutover

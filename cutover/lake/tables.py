@@ -1,31 +1,43 @@
-"""The shadow's tables: create them as the plan says, evolve them, and read their stamped offsets.
+"""The table layer: Iceberg tables cutover writes and reads, shared by the shadow, verify and the switch.
 
-DDL goes through Spark (the writer); offsets are read through pyiceberg from the same
-catalog, fresh on every call, so a commit whose outcome was unknown is seen as it is.
+Tables are loaded through pyiceberg from the plan's catalog, fresh on every call, so a
+commit whose outcome was unknown is seen as it is. Every commit cutover makes is a
+compare-and-set (`publish`): rows go to a branch, then one catalog commit moves `main`
+to it only if `main` is still where the rows were filtered against, and records the
+commit's stamped Kafka positions (`cutover.lake.stamps`) in the table's properties.
+The column names of Kafka metadata in cutover's tables live here too.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 
-from cutover.errors import CutoverError, UnreachableError, UsageError
+from cutover.errors import CutoverError, UnreachableError
 from cutover.lake import catalog as catalog_mod
+from cutover.lake import stamps
 from cutover.plan import Plan
-from cutover.shadow import offsets
-from cutover.shadow.decode import DEAD_LETTER_COLUMNS, META_COLUMNS, Payload
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-log = logging.getLogger("cutover.shadow")
+log = logging.getLogger("cutover.lake")
 
-_TRANSFORM = re.compile(r"\s*(?:(?P<fn>\w+)\s*\((?P<args>[^()]*)\)|(?P<col>\w+))\s*")
-#: plan spelling -> Iceberg's Spark DDL spelling
-_TRANSFORMS = {"year": "years", "years": "years", "month": "months", "months": "months", "day": "days",
-               "days": "days", "date": "days", "hour": "hours", "hours": "hours", "bucket": "bucket",
-               "truncate": "truncate", "identity": "identity"}
+#: The Kafka metadata columns of every table cutover writes (after the payload's columns).
+META_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("kafka_topic", "string"),
+    ("kafka_partition", "int"),
+    ("kafka_offset", "bigint"),
+    ("kafka_timestamp", "timestamp"),
+    ("kafka_key", "binary"),
+    ("kafka_headers", "array<struct<key:string,value:binary>>"),
+)
+META_NAMES = tuple(n for n, _ in META_COLUMNS)
+#: The columns of a table's dead-letter table (`<table>_dead_letter`).
+DEAD_LETTER_COLUMNS: tuple[tuple[str, str], ...] = (
+    *META_COLUMNS[:5], ("kafka_value", "binary"), META_COLUMNS[5], ("error", "string"),
+    ("dead_lettered_at", "timestamp"),
+)
 
 
 def dead_letter_name(table: str) -> str:
@@ -37,60 +49,6 @@ def qualified(plan: Plan, table: str) -> str:
     cat = plan.spec.catalog
     assert cat is not None
     return ".".join(f"`{p}`" for p in [cat.name, *table.split(".")])
-
-
-def partition_sql(exprs: list[str], columns: list[str], where: str) -> str:
-    """The plan's partition transforms (day(col), bucket(16, col), col) as Iceberg Spark DDL."""
-    out = []
-    for expr in exprs:
-        m = _TRANSFORM.fullmatch(expr)
-        fn = (m.group("fn") or "").lower() if m else ""
-        if not m or (fn and fn not in _TRANSFORMS):
-            raise UsageError(f"{where}: partition_by {expr!r} is not a transform cutover knows",
-                             fix="use a column, year(col), month(col), day(col), hour(col), bucket(N, col) "
-                                 "or truncate(N, col)")
-        args = [a.strip() for a in (m.group("args") or m.group("col")).split(",")]
-        column = args[-1]
-        if column not in columns:
-            raise UsageError(f"{where}: partition_by {expr!r} names column {column!r}, which the table does not "
-                             "have", fix=f"use one of: {', '.join(columns)}")
-        if not fn or fn == "identity":
-            out.append(f"`{column}`")
-        else:
-            out.append(f"{_TRANSFORMS[fn]}({', '.join([*args[:-1], f'`{column}`'])})")
-    return ", ".join(out)
-
-
-def ensure(spark: SparkSession, plan: Plan, table: str, payload: Payload, partition_by: list[str],
-           where: str) -> bool:
-    """Create the table (and its namespace) when absent. True when it was created."""
-    if exists(plan, table):
-        return False
-    columns = [*[(n, t, nullable) for n, t, nullable in payload.columns], *[(n, t, True) for n, t in META_COLUMNS]]
-    ddl = ", ".join(f"`{n}` {t}" + ("" if nullable else " NOT NULL") for n, t, nullable in columns)
-    parts = partition_sql(partition_by, [c[0] for c in columns], where)
-    namespace = qualified(plan, table).rsplit(".", 1)[0]
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
-    spark.sql(f"CREATE TABLE IF NOT EXISTS {qualified(plan, table)} ({ddl}) USING iceberg"
-              + (f" PARTITIONED BY ({parts})" if parts else "") + " TBLPROPERTIES ('format-version'='2')")
-    _first_snapshot(spark, plan, table)
-    log.warning("created table %s (%s)%s", table, ddl, f" partitioned by {parts}" if parts else "")
-    return True
-
-
-def ensure_dead_letter(spark: SparkSession, plan: Plan, table: str) -> None:
-    name = dead_letter_name(table)
-    if not exists(plan, name):
-        ddl = ", ".join(f"`{n}` {t}" for n, t in DEAD_LETTER_COLUMNS)
-        spark.sql(f"CREATE TABLE IF NOT EXISTS {qualified(plan, name)} ({ddl}) USING iceberg "
-                  "TBLPROPERTIES ('format-version'='2')")
-        _first_snapshot(spark, plan, name)
-
-
-def _first_snapshot(spark: SparkSession, plan: Plan, table: str) -> None:
-    """An empty first snapshot: every later commit is a compare-and-set against a snapshot."""
-    name = qualified(plan, table)
-    spark.table(name).limit(0).writeTo(name).append()
 
 
 class Conflict(CutoverError):
@@ -118,7 +76,7 @@ def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, prop
     fast-forwarded to it in a catalog commit that requires main to be still at `base` and
     also records the stamp in the table's properties (`cutover.kafka.state`). The branch
     head's parent is checked to be `base`, so even a branch dropped and recreated
-    meanwhile cannot publish rows filtered against other offsets.
+    meanwhile cannot publish rows filtered against other stamps.
     """
     name = qualified(plan, table)
     at = _ref(tbl, branch)
@@ -133,7 +91,7 @@ def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, prop
     written = after.snapshot_by_id(written_id) if written_id is not None else None
     if written is None or written.parent_snapshot_id != base:
         raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
-    _fast_forward(after, table, base, written.snapshot_id, offsets.state_property(props, written.snapshot_id,
+    _fast_forward(after, table, base, written.snapshot_id, stamps.state_property(props, written.snapshot_id,
                                                                                  written.timestamp_ms))
 
 
@@ -147,7 +105,7 @@ def _fast_forward(tbl: Any, table: str, base: int, snapshot_id: int, state: str)
         raise Conflict(f"table {table}: another writer committed since snapshot {base}")
     try:
         with tbl.transaction() as tx:
-            tx.set_properties({offsets.K_STATE: state})
+            tx.set_properties({stamps.K_STATE: state})
             ManageSnapshots(tx).set_current_snapshot(snapshot_id=snapshot_id)  # requires main == base
     except CommitFailedException:
         raise Conflict(f"table {table}: another writer committed since snapshot {base}") from None
@@ -184,13 +142,6 @@ def drop_stale_branches(spark: SparkSession, plan: Plan, table: str, idle_ms: in
             log.info("table %s: dropped branch %s of a shadow run that stopped", table, name)
 
 
-def add_columns(spark: SparkSession, plan: Plan, table: str, columns: list[tuple[str, str]]) -> None:
-    """Schema evolution: new nullable columns; rows written before read them as null."""
-    spec = ", ".join(f"`{n}` {t}" for n, t in columns)
-    spark.sql(f"ALTER TABLE {qualified(plan, table)} ADD COLUMNS ({spec})")
-    log.warning("table %s: added column(s) %s (schema drift policy: evolve)", table, spec)
-
-
 _catalogs: dict[tuple[str, str], Any] = {}
 
 
@@ -217,20 +168,20 @@ def exists(plan: Plan, table: str) -> bool:
     return _load(plan, table) is not None
 
 
-def snapshots(plan: Plan, table: str) -> tuple[list[offsets.Snapshot], int | None, Any]:
+def snapshots(plan: Plan, table: str) -> tuple[list[stamps.Snapshot], int | None, Any]:
     """Every snapshot of the table, its current snapshot id, and the pyiceberg table (None if absent)."""
     tbl = _load(plan, table)
     if tbl is None:
         return [], None, None
-    snaps = [offsets.Snapshot(s.snapshot_id, s.parent_snapshot_id, s.timestamp_ms,
+    snaps = [stamps.Snapshot(s.snapshot_id, s.parent_snapshot_id, s.timestamp_ms,
                               dict(s.summary.additional_properties) if s.summary else {}) for s in tbl.snapshots()]
     current = tbl.current_snapshot()
     return snaps, current.snapshot_id if current else None, tbl
 
 
-def table_offsets(plan: Plan, table: str) -> offsets.TableOffsets:
+def table_offsets(plan: Plan, table: str) -> stamps.TableOffsets:
     snaps, current, tbl = snapshots(plan, table)
-    return offsets.latest(snaps, current, table, properties_of(tbl))
+    return stamps.latest(snaps, current, table, properties_of(tbl))
 
 
 def properties_of(tbl: Any) -> dict[str, str]:
