@@ -19,7 +19,7 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
     """The report; `ok` is False when any cluster or the catalog could not be used."""
     sides: tuple[ClusterSide, ...] = ("old", "new")
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {s: pool.submit(view, ClusterRef(s, plan.cluster(s)), timeout) for s in sides}
+        futures = {s: pool.submit(view, ClusterRef.of(plan, s), timeout) for s in sides}
         report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name}
         for side in sides:
             report[side] = _cluster_report(plan, side, futures[side])

@@ -47,7 +47,7 @@ def local_group() -> None:
               "Only when the sandbox is first created.")
 def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...]) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
-    emit(_sandbox(folder).up(set(secure)), fmt, _render_status)  # type: ignore[arg-type]
+    emit(_sandbox(folder).up(set(secure)), fmt, _render_status)
 
 
 @local_group.command("fetch")

@@ -10,6 +10,7 @@ import click
 from cutover.cli.options import output_option, plan_option, timeout_option
 from cutover.errors import UsageError
 from cutover.output import Format, emit, progress, table
+from cutover.plan import Plan
 
 
 def _switch_command(action: str, doc: str) -> click.Command:
@@ -55,7 +56,7 @@ def _outcome(c: dict[str, Any]) -> Any:
     return Outcome(c["name"], c["expects"], c["reason"])
 
 
-def _execute(plan: Any, action: str, opts: Any, fmt: Format) -> int:
+def _execute(plan: Plan, action: str, opts: Any, fmt: Format) -> int:
     from cutover.switch import runner
 
     emit(runner.execute(plan, action, opts), fmt, render_result)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from cutover.drill.context import Drill
 from cutover.errors import CutoverError
+from cutover.plan import ClusterSide
 from cutover.plan.schema import Duration
 
 Detail = dict[str, Any]
@@ -107,7 +108,7 @@ def _create_topics(d: Drill, topics: list[str], partitions: int) -> None:
     from cutover.switch import routing
 
     side = routing.active(d.switch_plan())
-    ref = ClusterRef(side, d.plan.cluster(side))  # type: ignore[arg-type]
+    ref = ClusterRef.of(d.plan, side)
     client = admin(ref)
     have = client.list_topics(timeout=30).topics
     new = [NewTopic(t, partitions, 1 if d.sandbox else -1) for t in topics if t not in have]
@@ -235,7 +236,7 @@ def _mirror_kill(d: Drill, _a: NoArgs) -> Detail:
 
 @dataclass(frozen=True)
 class ShadowArgs:
-    cluster: Literal["old", "new"] = "new"
+    cluster: ClusterSide = "new"
     canonical: bool = False
     table: str | None = None
 
@@ -340,7 +341,7 @@ def _rollback(d: Drill, _a: NoArgs) -> Detail:
 @dataclass(frozen=True)
 class ReplayArgs:
     #: the cluster whose retained topic the table is rebuilt from
-    cluster: Literal["old", "new"] = "old"
+    cluster: ClusterSide = "old"
 
 
 @op("action", "replay", ReplayArgs, lambda a: f"rebuild each new table from the {a.cluster} cluster's retained "
@@ -365,7 +366,7 @@ def _replay(d: Drill, a: ReplayArgs) -> Detail:
 @dataclass(frozen=True)
 class ColumnsArgs:
     columns: list[str]
-    table: Literal["old", "new"] = "new"
+    table: ClusterSide = "new"
 
 
 @op("expect", "table-has-columns", ColumnsArgs, lambda a: f"the {a.table} tables have column(s) "
@@ -411,7 +412,7 @@ def _transaction_open(d: Drill, a: OpenTxnArgs) -> Detail:
     plan = d.switch_plan()
     side = routing.active(plan)
     topic = a.topic or _topics(d, None)[0]
-    producer = Producer({**plan.cluster(side), "transactional.id": f"cutover-drill-eos-{plan.name}",  # type: ignore[arg-type]
+    producer = Producer({**plan.cluster(side), "transactional.id": f"cutover-drill-eos-{plan.name}",
                          "transaction.timeout.ms": 900_000})  # Kafka must not abort it during the drill
     producer.init_transactions(30)
     producer.begin_transaction()
@@ -540,7 +541,7 @@ def _journal_tear(d: Drill, _a: NoArgs) -> Detail:
 
 @dataclass(frozen=True)
 class ClusterArgs:
-    cluster: Literal["old", "new"]
+    cluster: ClusterSide
     #: SIGKILL (a crash) instead of a clean stop
     kill: bool = False
 
@@ -633,7 +634,7 @@ class ExactlyOnceArgs:
     #: where every record sent must be exactly once: a cluster's topics, the tables, or the consumer's log
     where: Literal["old", "new", "tables", "consumer"]
     #: for on: tables, which table of each pair (old: the canonical one)
-    table: Literal["old", "new"] = "new"
+    table: ClusterSide = "new"
     #: keep looking this long (a writer may still be catching up)
     within: Duration = Duration(0)
 
@@ -674,12 +675,12 @@ def _found(d: Drill, a: ExactlyOnceArgs, topics: list[str]) -> Counter[tuple[str
     return _topic_seqs(d, a.where, topics)
 
 
-def _topic_seqs(d: Drill, side: Literal["old", "new"], topics: list[str]) -> Counter[tuple[str, int]]:
+def _topic_seqs(d: Drill, side: ClusterSide, topics: list[str]) -> Counter[tuple[str, int]]:
     from cutover.kafka.clients import ClusterRef
     from cutover.kafka.inspect import partition_counts
     from cutover.kafka.offsets import committed_records, log_offsets
 
-    ref = ClusterRef(side, d.plan.cluster(side))
+    ref = ClusterRef.of(d.plan, side)
     counts = partition_counts(ref)
     tps = [(t, p) for t in topics for p in range(counts.get(t, 0))]
     starts = log_offsets(ref, tps, "start")

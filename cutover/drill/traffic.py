@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
+from cutover.plan import Plan
 from cutover.switch import routing
 
 
@@ -95,7 +96,7 @@ class _Worker:
 @dataclass
 class Traffic(_Worker):
     role: ClassVar[str] = "producer"
-    plan: Any
+    plan: Plan
     ctl: Path
     topics: list[str]
     rate: float = 100.0
@@ -171,7 +172,7 @@ class Traffic(_Worker):
 @dataclass
 class GroupConsumer(_Worker):
     role: ClassVar[str] = "consumer"
-    plan: Any
+    plan: Plan
     ctl: Path
     topics: list[str]
     group: str

@@ -10,12 +10,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from cutover.errors import AccessDenied, UnreachableError, UsageError
+
+if TYPE_CHECKING:
+    from cutover.plan import ClusterSide, Plan
 
 log = logging.getLogger("cutover.kafka")
 #: librdkafka's own log lines: shown with --debug only; failures are reported by cutover.
@@ -40,6 +43,11 @@ class ClusterRef:
     name: str
     properties: Mapping[str, str]
     errors: list[KafkaError] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, plan: Plan, side: ClusterSide) -> ClusterRef:
+        """The plan's `side` cluster."""
+        return cls(side, plan.cluster(side))
 
     @property
     def bootstrap(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import KafkaException
 
@@ -49,9 +49,10 @@ def cluster_id(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> str:
         meta = client.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise ref.failure(exc, "reading the cluster id", client) from None
-    if not meta.cluster_id:
+    found = cast(str | None, meta.cluster_id)  # typed as always there; a broker may still return none
+    if not found:
         raise ref.failure(None, "reading the cluster id (the brokers returned none)", client)
-    return str(meta.cluster_id)
+    return found
 
 
 def list_groups(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> list[str]:

@@ -20,11 +20,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from cutover.common import TP
 from cutover.errors import CutoverError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
-
-TP = tuple[str, int]
-
 
 #: Transient answers: leadership or a coordinator moving or loading, or a topic created a moment ago.
 _TRANSIENT = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,

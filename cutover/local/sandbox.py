@@ -19,16 +19,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from cutover import jvm
 from cutover.errors import SandboxError, UsageError
 from cutover.local import broker
 from cutover.output import progress
+from cutover.plan import ClusterSide
 from cutover.plan.model import Catalog
 
-Side = Literal["old", "new"]
-SIDES: tuple[Side, ...] = ("old", "new")
+SIDES: tuple[ClusterSide, ...] = ("old", "new")
 STATE_VERSION = 1
 CATALOG_NAME = "cutover"
 _PORT_TRIES = 5
@@ -84,7 +84,7 @@ class Sandbox:
     def warehouse(self) -> Path:
         return self.dir / "warehouse"
 
-    def spec(self, side: Side, st: ClusterState) -> broker.BrokerSpec:
+    def spec(self, side: ClusterSide, st: ClusterState) -> broker.BrokerSpec:
         return broker.BrokerSpec(side, self.dir / side, st.port, st.controller_port, st.cluster_id, st.secure)
 
     def exists(self) -> bool:
@@ -123,7 +123,7 @@ class Sandbox:
         return read_env_file(self.secrets_file)
 
     # ----- lifecycle
-    def up(self, secure: set[Side] | None = None) -> dict[str, Any]:
+    def up(self, secure: set[ClusterSide] | None = None) -> dict[str, Any]:
         """Create (first time) and start whatever is not running. Idempotent."""
         secure = secure or set()
         jvm.java()  # before anything is written: a missing JVM leaves no trace
@@ -140,7 +140,7 @@ class Sandbox:
             self._write_plan(state)
             return self._describe(state)
 
-    def _create(self, secure: set[Side]) -> State:
+    def _create(self, secure: set[ClusterSide]) -> State:
         progress(f"creating sandbox in {self.dir}")
         state = State()
         secrets_env: dict[str, str] = {}
@@ -164,7 +164,7 @@ class Sandbox:
         with os.fdopen(fd, "w") as f:
             f.write(body)
 
-    def _format(self, state: State, side: Side) -> None:
+    def _format(self, state: State, side: ClusterSide) -> None:
         st = state.clusters[side]
         spec = self.spec(side, st)
         pw = self._secrets()
@@ -177,14 +177,14 @@ class Sandbox:
         if not spec.data_dir.exists():
             broker.format_storage(spec, users)
 
-    def _ensure_running(self, state: State, side: Side) -> None:
+    def _ensure_running(self, state: State, side: ClusterSide) -> None:
         st = state.clusters[side]
         if not broker.running(self.spec(side, st), st.pid):
             self._start(state, side)
         if st.secure:
             self._grant_reader(side, st)
 
-    def _start(self, state: State, side: Side) -> None:
+    def _start(self, state: State, side: ClusterSide) -> None:
         st = state.clusters[side]
         for attempt in range(_PORT_TRIES):
             spec = self.spec(side, st)
@@ -206,7 +206,7 @@ class Sandbox:
         self._save(state)
         progress(f"{side} cluster up at 127.0.0.1:{st.port} (log: {self.spec(side, st).log_file})")
 
-    def _grant_reader(self, side: Side, st: ClusterState) -> None:
+    def _grant_reader(self, side: ClusterSide, st: ClusterState) -> None:
         """The reader principal may read and describe everything, and write nothing."""
         from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
@@ -227,7 +227,7 @@ class Sandbox:
             except Exception as exc:
                 raise ref.failure(exc, "creating the reader ACLs") from None
 
-    def client_properties(self, side: Side, st: ClusterState, user: str = broker.ADMIN_USER,
+    def client_properties(self, side: ClusterSide, st: ClusterState, user: str = broker.ADMIN_USER,
                           reveal: bool = True) -> dict[str, str]:
         """Client properties for a sandbox cluster; the password as ${VAR} unless reveal."""
         props = {"bootstrap.servers": f"127.0.0.1:{st.port}"}
@@ -284,19 +284,20 @@ class Sandbox:
             shutil.rmtree(self.dir)
         return {"dir": str(self.dir), "stopped": stopped, "purged": purge}
 
-    def stop(self, side: Side, kill: bool = False) -> dict[str, Any]:
+    def stop(self, side: ClusterSide, kill: bool = False) -> dict[str, Any]:
         with self._locked():
             state = self._load()
             was = self._stop(state, side, kill)
             return {"cluster": side, "was_running": was, "killed": kill and was}
 
-    def start(self, side: Side) -> dict[str, Any]:
+    def start(self, side: ClusterSide) -> dict[str, Any]:
         with self._locked():
             state = self._load()
             self._ensure_running(state, side)
-            return self._describe(state)[side]
+            described: dict[str, Any] = self._describe(state)[side]
+            return described
 
-    def _stop(self, state: State, side: Side, kill: bool) -> bool:
+    def _stop(self, state: State, side: ClusterSide, kill: bool) -> bool:
         st = state.clusters[side]
         progress(f"{'killing' if kill else 'stopping'} the {side} cluster")
         was = broker.stop(self.spec(side, st), st.pid, kill=kill)

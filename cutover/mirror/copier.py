@@ -18,6 +18,7 @@ from typing import Any, NoReturn, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from cutover.common import TP
 from cutover.errors import CutoverError
 from cutover.mirror import state as st
 from cutover.mirror.offsetmap import Gap, PartitionMap, Segment, SourceWentBack, out_of_range, segments
@@ -25,7 +26,6 @@ from cutover.mirror.shard import Shard
 
 log = logging.getLogger("cutover.mirror")
 
-TP = tuple[str, int]
 _TOO_LARGE = {KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD}
 _FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 

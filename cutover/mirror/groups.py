@@ -15,15 +15,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cutover.common import TP
 from cutover.errors import UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, admin
 from cutover.kafka.inspect import cluster_id, list_groups
 from cutover.kafka.offsets import GroupInfo, OffsetCommitRefused, commit_group, group_info, groups_info
 from cutover.mirror import state as st
 from cutover.mirror.offsetmap import NotYetMirrored, PartitionMap
+from cutover.plan import Plan
 
 log = logging.getLogger("cutover.mirror")
-TP = tuple[str, int]
 
 
 class Translator:
@@ -69,7 +70,7 @@ def translate(tr: Translator, offsets: Mapping[TP, int]) -> list[Translation]:
     return out
 
 
-def translator(rt: st.Route, plan: Any, timeout: float = DEFAULT_TIMEOUT) -> Translator:
+def translator(rt: st.Route, plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> Translator:
     """Load the committed maps this direction needs from the clusters."""
     own = st.load(rt, cluster_id(rt.source, timeout)).partitions
     if rt.direction == "forward":
@@ -78,7 +79,7 @@ def translator(rt: st.Route, plan: Any, timeout: float = DEFAULT_TIMEOUT) -> Tra
     return Translator(own, st.load(fwd, cluster_id(fwd.source, timeout)).partitions)
 
 
-def translate_group(plan: Any, group: str, direction: st.Direction = "forward",
+def translate_group(plan: Plan, group: str, direction: st.Direction = "forward",
                     timeout: float = DEFAULT_TIMEOUT) -> list[Translation]:
     """The library form of `cutover offsets translate`: per partition, source and exact target offset."""
     rt = st.route(plan, direction)
@@ -117,13 +118,13 @@ def unmirrored_topics(tps: list[TP]) -> list[dict[str, Any]]:
     return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
-def mirrored(plan: Any) -> Callable[[str], bool]:
+def mirrored(plan: Plan) -> Callable[[str], bool]:
     """Whether the plan mirrors a topic (its selection, never an internal topic)."""
     prefix = plan.spec.mirror.state_prefix
     return lambda t: plan.spec.topics.matches(t) and not t.startswith("__") and not t.startswith(prefix)
 
 
-def outside(plan: Any, direction: st.Direction = "forward",
+def outside(plan: Plan, direction: st.Direction = "forward",
             timeout: float = DEFAULT_TIMEOUT) -> dict[str, list[TP]]:
     """Read-only: per selected group on the source, its partitions of topics the plan does not mirror."""
     rt = st.route(plan, direction)
@@ -191,7 +192,7 @@ def record(outcomes: list[GroupOutcome]) -> list[st.GroupSync]:
             for o in outcomes if o.reason is None]
 
 
-def sync_now(plan: Any, direction: st.Direction, allow_rewind: bool = False,
+def sync_now(plan: Plan, direction: st.Direction, allow_rewind: bool = False,
              timeout: float = DEFAULT_TIMEOUT) -> list[GroupOutcome]:
     """On-demand sync (all partitions), recorded in the mirror state like a running mirror's."""
     rt = st.route(plan, direction)

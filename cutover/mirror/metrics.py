@@ -6,9 +6,8 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from cutover.common import TP
 from cutover.mirror.offsetmap import PartitionMap
-
-TP = tuple[str, int]
 
 
 class Metrics:

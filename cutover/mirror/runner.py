@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cutover.common import TP
 from cutover.errors import Refused
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
@@ -24,9 +25,9 @@ from cutover.mirror.metrics import Metrics
 from cutover.mirror.offsetmap import PartitionMap, SourceWentBack, out_of_range
 from cutover.mirror.shard import Shard
 from cutover.output import progress
+from cutover.plan import Plan
 
 log = logging.getLogger("cutover.mirror")
-TP = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Options:
 
 @dataclass
 class Run:
-    plan: Any
+    plan: Plan
     opts: Options
     stop: threading.Event
     rt: st.Route = field(init=False)
@@ -64,7 +65,7 @@ class Run:
         self.rt = st.route(self.plan, self.opts.direction)
 
 
-def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
+def run(plan: Plan, opts: Options, stop: threading.Event) -> dict[str, Any]:
     """Mirror until caught up (or until `stop` is set). Returns the run's summary."""
     r = Run(plan, opts, stop)
     rt, sel = r.rt, plan.spec.topics
@@ -97,14 +98,14 @@ def run(plan: Any, opts: Options, stop: threading.Event) -> dict[str, Any]:
         copier.close()
 
 
-def _refuse_while_switched(plan: Any, marks: dict[str, Any]) -> None:
+def _refuse_while_switched(plan: Plan, marks: dict[str, Any]) -> None:
     reason = st.closed_by_switch(marks.get(plan.name))
     if reason:
         raise Refused(reason, fix="the forward mirror runs again once cutover rollback --execute has finished; "
                                   "stop any supervisor that restarts it meanwhile")
 
 
-def _refuse_after_rollback(plan: Any, timeout: float) -> None:
+def _refuse_after_rollback(plan: Plan, timeout: float) -> None:
     """Once the reverse mirror has carried records back, mirroring forward again would copy them twice."""
     carried = st.carried_back(plan, timeout=timeout)
     if carried:

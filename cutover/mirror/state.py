@@ -38,17 +38,18 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
+from cutover.common import TP, iso_z
 from cutover.errors import CutoverError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
 from cutover.kafka.offsets import log_offsets, wait_all
 from cutover.mirror.offsetmap import Gap, PartitionMap, Segment
 from cutover.output import progress
+from cutover.plan import Plan
 
 log = logging.getLogger("cutover.mirror")
 
 STATE_VERSION = 2
 READABLE = (1, 2)
-TP = tuple[str, int]
 Direction = Literal["forward", "reverse"]
 #: (topic, key, value); a None value is a tombstone.
 StateRecord = tuple[str, bytes, bytes | None]
@@ -90,8 +91,8 @@ class Route:
         return f"{self.prefix}.mirror.offsets"
 
 
-def route(plan: Any, direction: Direction = "forward") -> Route:
-    old, new = ClusterRef("old", plan.cluster("old")), ClusterRef("new", plan.cluster("new"))
+def route(plan: Plan, direction: Direction = "forward") -> Route:
+    old, new = ClusterRef.of(plan, "old"), ClusterRef.of(plan, "new")
     src, tgt = (old, new) if direction == "forward" else (new, old)
     return Route(direction, src, tgt, plan.spec.mirror.state_prefix)
 
@@ -472,7 +473,7 @@ def _body(key: bytes, value: bytes, rt: Route) -> dict[str, Any]:
     return body
 
 
-def carried_back(plan: Any, timeout: float = DEFAULT_TIMEOUT) -> dict[TP, PartitionMap]:
+def carried_back(plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> dict[TP, PartitionMap]:
     """The plan's partitions of which the reverse mirror (new to old) has copied at least one record.
 
     Counted in records, not positions: a reverse mirror that only stepped over the forward
@@ -529,7 +530,7 @@ def marks(rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> d
     return overview(rt, source_cluster, timeout).marks
 
 
-def set_mark(plan: Any, forward: Literal["open", "closed"], action: str, run: str,
+def set_mark(plan: Plan, forward: Literal["open", "closed"], action: str, run: str,
              timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Record in the forward mirror's state whether it may run: the switch closes it before it drains
     the mirror for a promote, and reopens it when a rollback is done."""
@@ -545,7 +546,7 @@ def closed_by_switch(mark: dict[str, Any] | None) -> str | None:
     """Why the forward mirror must not run (None when it may)."""
     if not mark or mark.get("forward") != "closed":
         return None
-    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(mark.get("at", 0)))
+    at = iso_z(mark.get("at", 0))
     return (f"{mark.get('action', 'promote')} closed the forward mirror of this plan (run {mark.get('run')}, {at}) "
             "before draining it: clients may be writing to the new cluster, and the reverse mirror carries their "
             "records to the old one, so mirroring old to new now would copy them back a second time")

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
+from cutover.common import iso_seconds
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
 from cutover.mirror import state as st
 from cutover.mirror import topics
 from cutover.output import table
+from cutover.plan import Plan
 
 
-def _iso(ts: float | None) -> str | None:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="seconds") if ts else None
-
-
-def status(plan: Any, direction: st.Direction = "forward", timeout: float = 10.0) -> dict[str, Any]:
+def status(plan: Plan, direction: st.Direction = "forward", timeout: float = 10.0) -> dict[str, Any]:
     rt = st.route(plan, direction)
     source = cluster_id(rt.source, timeout)
     state = st.load(rt, source, with_map=False, timeout=timeout)
@@ -37,13 +34,13 @@ def status(plan: Any, direction: st.Direction = "forward", timeout: float = 10.0
             "position": pm.next_src if pm else None,
             "lag": max(0, ends[tp] - pm.next_src) if pm else ends[tp],
             "gaps": [{"start": g.start, "end": g.end, "records": g.records} for g in (pm.gaps if pm else [])],
-            "last_group_sync": _iso(synced.get(f"{tp[0]}/{tp[1]}")),
+            "last_group_sync": iso_seconds(synced.get(f"{tp[0]}/{tp[1]}")),
         })
     return {
         "direction": direction, "source": rt.source.name, "target": rt.target.name, "source_cluster": source,
         "lag": sum(p["lag"] for p in parts), "partitions": parts,
         "gaps": [{"topic": p["topic"], "partition": p["partition"], **g} for p in parts for g in p["gaps"]],
-        "groups": [{"group": g.group, "last_sync": _iso(g.at), "partitions": len(g.offsets)}
+        "groups": [{"group": g.group, "last_sync": iso_seconds(g.at), "partitions": len(g.offsets)}
                    for g in groups],
     }
 

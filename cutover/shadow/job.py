@@ -78,7 +78,7 @@ def targets(plan: Plan, which: str | None, canonical: bool) -> list[TablePair]:
 
 def run(plan: Plan, opts: Options, stop: threading.Event) -> dict[str, Any]:
     pairs = targets(plan, opts.table, opts.canonical)
-    ref = ClusterRef(opts.cluster, plan.cluster(opts.cluster))
+    ref = ClusterRef.of(plan, opts.cluster)
     cluster_id = inspect.cluster_id(ref, opts.timeout)
     partitions = _partitions(ref, [p.topic for p in pairs], opts.timeout)
     from cutover.lake import spark as spark_mod

@@ -10,9 +10,9 @@ difference and `lag_exact` is false.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
+from cutover.common import iso_seconds
 from cutover.kafka import inspect
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef
 from cutover.kafka.offsets import committed_records, log_offsets
@@ -23,8 +23,8 @@ from cutover.plan import ClusterSide, Plan, select_pairs
 EXACT_UP_TO = 20_000
 
 
-def _iso(ms: int | None) -> str | None:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds") if ms else None
+def _seconds(ms: int | None) -> float | None:
+    return ms / 1000 if ms else None
 
 
 def committed_between(ref: ClusterRef, topic: str, partition: int, start: int, end: int,
@@ -38,7 +38,7 @@ def committed_between(ref: ClusterRef, topic: str, partition: int, start: int, e
 
 def status(plan: Plan, which: str | None = None, cluster: ClusterSide = "new",
            timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
-    ref = ClusterRef(cluster, plan.cluster(cluster))
+    ref = ClusterRef.of(plan, cluster)
     cid = inspect.cluster_id(ref, timeout)
     pairs = select_pairs(plan, which)
     counts = inspect.partition_counts(ref, timeout)
@@ -65,10 +65,11 @@ def status(plan: Plan, which: str | None = None, cluster: ClusterSide = "new",
         out.append({
             "table": pair.new, "topic": pair.topic, "exists": tbl is not None,
             "cluster_id": held.cluster_id, "other_cluster": bool(held.stamped and held.cluster_id != cid),
-            "last_commit": _iso(held.committed_at_ms), "snapshot_id": held.snapshot_id, "run_id": held.run_id,
+            "last_commit": iso_seconds(_seconds(held.committed_at_ms)), "snapshot_id": held.snapshot_id,
+            "run_id": held.run_id,
             "lag": sum(p["lag"] for p in parts), "dead_letters": held.dead_letter_rows,
             "dead_letter_table": tables.dead_letter_name(pair.new), "dead_letter_last_commit":
-                _iso(dead.committed_at_ms), "partitions": parts,
+                iso_seconds(_seconds(dead.committed_at_ms)), "partitions": parts,
         })
     return {"cluster": cluster, "cluster_id": cid, "tables": out}
 

@@ -18,17 +18,18 @@ from typing import Any
 
 from cutover.errors import CutoverError
 from cutover.output import progress
+from cutover.plan import Plan
 from cutover.switch import journal
 
 READY_TIMEOUT = 120.0
 
 
-def _files(plan: Any) -> tuple[Path, Path, Path]:
+def _files(plan: Plan) -> tuple[Path, Path, Path]:
     folder = journal.directory(plan)
     return folder / "reverse-mirror.pid", folder / "reverse-mirror.log", folder / "reverse-mirror.ready"
 
 
-def running(plan: Any) -> int | None:
+def running(plan: Plan) -> int | None:
     """The pid of this plan's reverse mirror if it is alive."""
     pid_file, _log, _ready = _files(plan)
     try:
@@ -39,11 +40,11 @@ def running(plan: Any) -> int | None:
     return pid if b"--reverse" in cmdline and _plan_path(plan).encode() in cmdline else None
 
 
-def _plan_path(plan: Any) -> str:
+def _plan_path(plan: Plan) -> str:
     return str(Path(plan.file).resolve())
 
 
-def start(plan: Any) -> dict[str, Any]:
+def start(plan: Plan) -> dict[str, Any]:
     pid = running(plan)
     if pid is not None:
         return {"pid": pid, "already_running": True}
@@ -68,7 +69,7 @@ def start(plan: Any) -> dict[str, Any]:
     return {"pid": proc.pid, "log": str(log_file)}
 
 
-def stop(plan: Any, timeout: float = 60.0) -> dict[str, Any]:
+def stop(plan: Plan, timeout: float = 60.0) -> dict[str, Any]:
     """SIGTERM (it finishes its transaction), then SIGKILL if it does not exit in time."""
     pid = running(plan)
     if pid is None:

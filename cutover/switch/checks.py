@@ -15,6 +15,7 @@ from typing import Any
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.offsets import group_members
+from cutover.plan import ClusterSide, Plan
 from cutover.switch import hooks, journal, waits
 
 
@@ -48,14 +49,14 @@ def evaluate(checks: list[Check]) -> list[Outcome]:
     return out
 
 
-def lock_free(plan: Any) -> Check:
+def lock_free(plan: Plan) -> Check:
     def test() -> str | None:
         who = journal.holder(journal.directory(plan))
         return f"another promote or rollback holds the lock: {who}" if who else None
     return Check("not-running", "no other promote or rollback is running for this plan", test)
 
 
-def verified(plan: Any, run_now: Callable[[], None] | None = None) -> Check:
+def verified(plan: Plan, run_now: Callable[[], None] | None = None) -> Check:
     limit = float(plan.spec.gates.verify_max_age)
 
     def test() -> str | None:
@@ -85,7 +86,7 @@ def verified(plan: Any, run_now: Callable[[], None] | None = None) -> Check:
     return Check("verify-passed", f"every table's last verify passed, at most {limit:.0f}s ago", test)
 
 
-def _lag_over(plan: Any, last: dict[str, Any]) -> str | None:
+def _lag_over(plan: Plan, last: dict[str, Any]) -> str | None:
     """The recorded lag against the plan's lag gate, now (a result recorded under other gates counts too)."""
     lag, gate = last.get("lag") or {}, plan.spec.gates.max_lag_rows
     old_ahead, new_ahead = int(lag.get("old_ahead", 0)), int(lag.get("new_ahead", 0))
@@ -98,7 +99,7 @@ def _lag_over(plan: Any, last: dict[str, Any]) -> str | None:
     return None
 
 
-def mirror_lag(plan: Any, timeout: float) -> Check:
+def mirror_lag(plan: Plan, timeout: float) -> Check:
     gate = plan.spec.gates.max_mirror_lag
 
     def test() -> str | None:
@@ -124,9 +125,9 @@ def mirror_lag(plan: Any, timeout: float) -> Check:
     return Check("mirror-lag", f"the forward mirror is at most {gate} records behind on every partition", test)
 
 
-def groups_idle(plan: Any, source: str, target: str, timeout: float) -> Check:
+def groups_idle(plan: Plan, source: ClusterSide, target: ClusterSide, timeout: float) -> Check:
     def test() -> str | None:
-        ref = ClusterRef(target, plan.cluster(target))
+        ref = ClusterRef.of(plan, target)
         members = group_members(ref, waits.selected_groups(plan, source, timeout), timeout)
         busy = {g: n for g, n in members.items() if n}
         if busy:
@@ -137,14 +138,14 @@ def groups_idle(plan: Any, source: str, target: str, timeout: float) -> Check:
                  test)
 
 
-def hooks_runnable(plan: Any) -> Check:
+def hooks_runnable(plan: Plan) -> Check:
     def test() -> str | None:
         problems = hooks.check(plan)
         return "; ".join(problems) if problems else None
     return Check("hooks", "every hook in the plan exists and is executable", test)
 
 
-def tables_handover(plan: Any) -> Check:
+def tables_handover(plan: Plan) -> Check:
     def test() -> str | None:
         from cutover.lake import tables
 
@@ -156,7 +157,7 @@ def tables_handover(plan: Any) -> Check:
                  "its writer stands", test)
 
 
-def _accepts(tables: Any, plan: Any, pair: Any) -> list[str]:
+def _accepts(tables: Any, plan: Plan, pair: Any) -> list[str]:
     """The canonical table must hold every column of the new table, with the same type."""
     _s, _c, old = tables.snapshots(plan, pair.old)
     _s, _c, new = tables.snapshots(plan, pair.new)

@@ -15,7 +15,7 @@ from cutover.errors import CutoverError
 from cutover.kafka.inspect import cluster_id
 from cutover.mirror import state as st
 from cutover.output import progress
-from cutover.plan import TablePair
+from cutover.plan import ClusterSide, Plan, TablePair
 from cutover.switch import background, handover, hooks, routing, waits
 
 Detail = dict[str, Any]
@@ -24,19 +24,19 @@ Detail = dict[str, Any]
 class Effects(Protocol):
     def hook(self, event: str, **context: str | None) -> Detail | None: ...
     def hold(self) -> Detail: ...
-    def quiet(self, side: str) -> Detail: ...
+    def quiet(self, side: ClusterSide) -> Detail: ...
     def drain(self, direction: st.Direction) -> Detail: ...
-    def groups_empty(self, side: str) -> Detail: ...
+    def groups_empty(self, side: ClusterSide) -> Detail: ...
     def sync_groups(self, direction: st.Direction) -> Detail: ...
     def reverse_mirror(self, on: bool) -> Detail: ...
     def reopen_mirror(self) -> Detail: ...
-    def route(self, side: str) -> Detail: ...
+    def route(self, side: ClusterSide) -> Detail: ...
     def hand_over(self, pair: TablePair) -> Detail: ...
     def hand_back(self, pair: TablePair) -> Detail: ...
 
 
 class Live:
-    def __init__(self, plan: Any, action: str, run: str, timeout: float) -> None:
+    def __init__(self, plan: Plan, action: str, run: str, timeout: float) -> None:
         self.plan, self.action, self.run, self.timeout = plan, action, run, timeout
         #: set by the walker: the step running now (for hook environments)
         self.step = ""
@@ -52,7 +52,7 @@ class Live:
     def hold(self) -> Detail:
         return waits.hold(self.plan)
 
-    def quiet(self, side: str) -> Detail:
+    def quiet(self, side: ClusterSide) -> Detail:
         return waits.cluster_quiet(self.plan, side, self.timeout)
 
     def drain(self, direction: st.Direction) -> Detail:
@@ -77,7 +77,7 @@ class Live:
             detail["carried_back"] = carried_back(self.plan, self.timeout)
         return detail
 
-    def groups_empty(self, side: str) -> Detail:
+    def groups_empty(self, side: ClusterSide) -> Detail:
         return waits.groups_empty(self.plan, side, self.timeout)
 
     def sync_groups(self, direction: st.Direction) -> Detail:
@@ -102,7 +102,7 @@ class Live:
     def reopen_mirror(self) -> Detail:
         return st.set_mark(self.plan, "open", self.action, self.run, self.timeout)
 
-    def route(self, side: str) -> Detail:
+    def route(self, side: ClusterSide) -> Detail:
         body = routing.write(self.plan, side, self.run)
         return {"routing": body} if body else {"routing": None, "note": "the plan names no routing file"}
 
@@ -118,7 +118,7 @@ class Live:
 class DryRun:
     """Says, in order, what `Live` would do. Changes nothing; reads only what a step's plan depends on."""
 
-    def __init__(self, plan: Any,
+    def __init__(self, plan: Plan,
                  outside: Callable[[Any, st.Direction], dict[str, list[tuple[str, int]]]] | None = None) -> None:
         self.plan = plan
         self.lines: list[str] = []
@@ -144,7 +144,7 @@ class DryRun:
             return self._would("no postpone file in the plan: go on at once")
         return self._would(f"hold while {flag} exists (it {'exists now' if flag.exists() else 'does not exist now'})")
 
-    def quiet(self, side: str) -> Detail:
+    def quiet(self, side: ClusterSide) -> Detail:
         g = self.plan.spec
         return self._would(f"wait until the {side} cluster's end offsets stand still for {g.gates.quiet_period:.0f}s "
                            "and no transaction is open on its partitions (refuse, naming them, after "
@@ -156,7 +156,7 @@ class DryRun:
         return self._would(f"{closing}run the {direction} mirror in this process until it has copied everything "
                            "(fencing any other mirror process of this plan)")
 
-    def groups_empty(self, side: str) -> Detail:
+    def groups_empty(self, side: ClusterSide) -> Detail:
         return self._would(f"wait until the selected groups have no members on the {side} cluster "
                            f"(give up after {self.plan.spec.switch.groups_timeout:.0f}s)")
 
@@ -184,7 +184,7 @@ class DryRun:
         return self._would("mark the forward mirror as free to run again in its state on the new cluster (it "
                            "still refuses while records carried back to the old cluster would be copied twice)")
 
-    def route(self, side: str) -> Detail:
+    def route(self, side: ClusterSide) -> Detail:
         path = routing.path(self.plan)
         return self._would(f"write {path}: active={side}" if path else "no routing file in the plan")
 
@@ -199,7 +199,7 @@ class DryRun:
                            "the old writer")
 
 
-def _write_canonical(plan: Any, pair: TablePair, timeout: float) -> int:
+def _write_canonical(plan: Plan, pair: TablePair, timeout: float) -> int:
     """The one place the switch drives the parallel write path: cutover's writer catches the canonical
     table up from the new cluster, from the stamps the hand-over left. Returns the rows it wrote."""
     from cutover.shadow import job
@@ -209,13 +209,13 @@ def _write_canonical(plan: Any, pair: TablePair, timeout: float) -> int:
     return sum(t["rows"] for t in summary["tables"])
 
 
-def _outside(plan: Any, direction: st.Direction) -> dict[str, list[tuple[str, int]]]:
+def _outside(plan: Plan, direction: st.Direction) -> dict[str, list[tuple[str, int]]]:
     from cutover.mirror import groups
 
     return groups.outside(plan, direction)
 
 
-def _fence_shards(plan: Any, direction: st.Direction, timeout: float) -> list[str]:
+def _fence_shards(plan: Plan, direction: st.Direction, timeout: float) -> list[str]:
     """Fence every other shard layout that has mirrored this direction, so no other process copies on."""
     from confluent_kafka import Producer
 
@@ -235,6 +235,6 @@ def _fence_shards(plan: Any, direction: st.Direction, timeout: float) -> list[st
     return sorted(layouts)
 
 
-def carried_back(plan: Any, timeout: float) -> int:
+def carried_back(plan: Plan, timeout: float) -> int:
     """Records the reverse mirror has copied from the new cluster to the old one."""
     return sum(pm.records for pm in st.carried_back(plan, timeout=timeout).values())

@@ -28,28 +28,24 @@ from cutover.mirror import groups
 from cutover.mirror import state as st
 from cutover.mirror.offsetmap import NotYetMirrored
 from cutover.output import progress
-from cutover.plan import TablePair
+from cutover.plan import ClusterSide, Plan, TablePair
 
 HANDOVER = "cutover.handover"
 BRANCH = "cutover_handover"
 
 
-def _ref(plan: Any, side: str) -> ClusterRef:
-    return ClusterRef(side, plan.cluster(side))
-
-
-def _partitions(plan: Any, side: str, topic: str, timeout: float) -> list[int]:
+def _partitions(plan: Plan, side: ClusterSide, topic: str, timeout: float) -> list[int]:
     from cutover.kafka.inspect import partition_counts
 
-    return list(range(partition_counts(_ref(plan, side), timeout).get(topic, 0)))
+    return list(range(partition_counts(ClusterRef.of(plan, side), timeout).get(topic, 0)))
 
 
-def writer_positions(spark: Any, plan: Any, pair: TablePair, timeout: float) -> tuple[dict[int, int], str]:
+def writer_positions(spark: Any, plan: Plan, pair: TablePair, timeout: float) -> tuple[dict[int, int], str]:
     """Where the old writer stands on the old cluster: partition -> next offset, and where that came from."""
     parts = _partitions(plan, "old", pair.topic, timeout)
     if pair.writer_offsets == "group":
         assert pair.writer_group
-        committed = group_info(_ref(plan, "old"), pair.writer_group, timeout).offsets
+        committed = group_info(ClusterRef.of(plan, "old"), pair.writer_group, timeout).offsets
         found = {p: o for (t, p), o in committed.items() if t == pair.topic}
         source = f"consumer group {pair.writer_group}"
     else:
@@ -64,7 +60,7 @@ def writer_positions(spark: Any, plan: Any, pair: TablePair, timeout: float) -> 
         found = {int(r["p"]): int(r["o"]) + 1 for r in rows if r["p"] is not None}
         source = f"columns {cols.partition}/{cols.offset} of {pair.old}"
     missing = [p for p in parts if p not in found]
-    starts = log_offsets(_ref(plan, "old"), [(pair.topic, p) for p in missing], "start", timeout)
+    starts = log_offsets(ClusterRef.of(plan, "old"), [(pair.topic, p) for p in missing], "start", timeout)
     return {p: found.get(p, starts.get((pair.topic, p), 0)) for p in parts}, source
 
 
@@ -79,19 +75,19 @@ def _translate(tr: groups.Translator, topic: str, positions: dict[int, int], wha
     return out
 
 
-def _stamp(spark: Any, plan: Any, pair: TablePair, cluster: str, positions: dict[int, int], note: dict[str, Any],
+def _stamp(spark: Any, plan: Plan, pair: TablePair, cluster: str, positions: dict[int, int], note: dict[str, Any],
            dead_letters: int) -> int:
     props = stamps.stamp(cluster, pair.topic, {}, positions, f"{plan.name}-{note['run']}", dead_letters)
     props[HANDOVER] = json.dumps(note, sort_keys=True, separators=(",", ":"))
     return tables.stamp_only(spark, plan, pair.old, props, BRANCH)
 
 
-def hand_over(plan: Any, pair: TablePair, run: str, timeout: float) -> dict[str, Any]:
+def hand_over(plan: Plan, pair: TablePair, run: str, timeout: float) -> dict[str, Any]:
     """Promote: stamp the translated positions on the canonical table (the caller then has its writer
     write it from the new cluster, from those stamps)."""
     from cutover.lake import spark as spark_mod
 
-    new_id = cluster_id(_ref(plan, "new"), timeout)
+    new_id = cluster_id(ClusterRef.of(plan, "new"), timeout)
     held = tables.table_offsets(plan, pair.old)
     spark = spark_mod.session(plan, f"cutover-promote-{plan.name}")
     detail: dict[str, Any] = {"table": pair.old, "topic": pair.topic}
@@ -110,11 +106,11 @@ def hand_over(plan: Any, pair: TablePair, run: str, timeout: float) -> dict[str,
     return detail
 
 
-def hand_back(plan: Any, pair: TablePair, run: str, timeout: float) -> dict[str, Any]:
+def hand_back(plan: Plan, pair: TablePair, run: str, timeout: float) -> dict[str, Any]:
     """Rollback: stamp the canonical table's positions, translated back, with the old cluster id."""
     from cutover.lake import spark as spark_mod
 
-    old_id, new_id = cluster_id(_ref(plan, "old"), timeout), cluster_id(_ref(plan, "new"), timeout)
+    old_id, new_id = cluster_id(ClusterRef.of(plan, "old"), timeout), cluster_id(ClusterRef.of(plan, "new"), timeout)
     held = tables.table_offsets(plan, pair.old)
     detail: dict[str, Any] = {"table": pair.old, "topic": pair.topic}
     if held.cluster_id == new_id:
@@ -133,11 +129,12 @@ def hand_back(plan: Any, pair: TablePair, run: str, timeout: float) -> dict[str,
         raise CutoverError(f"table {pair.old} carries no cutover offsets of either cluster; nothing to hand back",
                            fix="check the table; promote stamps it when it hands it over")
     if pair.writer_offsets == "group" and pair.writer_group:
-        current = group_info(_ref(plan, "old"), pair.writer_group, timeout)
+        current = group_info(ClusterRef.of(plan, "old"), pair.writer_group, timeout)
         if current.active:
             raise CutoverError(f"the old writer's group {pair.writer_group} has {current.members} members on the old "
                                "cluster; its offsets cannot be set", fix="stop the old writer, then re-run")
-        commit_group(_ref(plan, "old"), pair.writer_group, {(pair.topic, p): o for p, o in old_pos.items()}, timeout)
+        commit_group(ClusterRef.of(plan, "old"), pair.writer_group,
+                     {(pair.topic, p): o for p, o in old_pos.items()}, timeout)
         detail["committed_group"] = pair.writer_group
     detail["old_positions"] = old_pos
     return detail

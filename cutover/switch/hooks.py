@@ -19,13 +19,14 @@ from typing import Any
 
 from cutover.errors import CutoverError, UsageError
 from cutover.output import progress
+from cutover.plan import Plan
 
 
 class HookFailed(CutoverError):
     """A hook exited non-zero or ran too long."""
 
 
-def command(plan: Any, event: str) -> list[str] | None:
+def command(plan: Plan, event: str) -> list[str] | None:
     line = plan.spec.hooks.get(event)
     if not line:
         return None
@@ -35,7 +36,7 @@ def command(plan: Any, event: str) -> list[str] | None:
     return argv
 
 
-def check(plan: Any) -> list[str]:
+def check(plan: Plan) -> list[str]:
     """Problems with the configured hooks (missing or not executable), for preconditions."""
     problems = []
     for event in sorted(plan.spec.hooks):
@@ -45,7 +46,7 @@ def check(plan: Any) -> list[str]:
     return problems
 
 
-def run(plan: Any, event: str, env: dict[str, str], timeout: float) -> dict[str, Any] | None:
+def run(plan: Plan, event: str, env: dict[str, str], timeout: float) -> dict[str, Any] | None:
     """Run the hook for `event` if the plan has one. Returns what happened, for the journal."""
     argv = command(plan, event)
     if argv is None:
@@ -83,7 +84,7 @@ def _relay(proc: subprocess.Popen[str], event: str, tail: deque[str]) -> None:
         progress(f"    [{event}] {line}")
 
 
-def environment(plan: Any, **context: str | None) -> dict[str, str]:
+def environment(plan: Plan, **context: str | None) -> dict[str, str]:
     """CUTOVER_* variables: the plan, the clusters' bootstrap servers, and the given context."""
     env = {"CUTOVER_PLAN": plan.name, "CUTOVER_PLAN_FILE": str(Path(plan.file).resolve()),
            "CUTOVER_OLD_BOOTSTRAP": plan.cluster("old").get("bootstrap.servers", ""),

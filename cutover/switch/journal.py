@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from cutover.common import fsync_dir, iso_z
 from cutover.errors import CutoverError, Refused
 from cutover.output import progress
+from cutover.plan import Plan
 from cutover.secrets import scrub
 
 JOURNAL_VERSION = 1
@@ -36,7 +38,7 @@ class JournalError(CutoverError):
     """The journal cannot be read or written."""
 
 
-def directory(plan: Any) -> Path:
+def directory(plan: Plan) -> Path:
     return plan.base_dir / plan.spec.switch.journal_dir / plan.name
 
 
@@ -232,7 +234,7 @@ class Journal:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self.folder)
+            fsync_dir(self.folder)
 
 
 def acquire(folder: Path, what: str) -> int:
@@ -253,7 +255,7 @@ def acquire(folder: Path, what: str) -> int:
                           fix="wait for it to finish (cutover status shows it), or stop it") from None
         raise
     owner = json.dumps({"what": what, "host": socket.gethostname(), "pid": os.getpid(),
-                        "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                        "since": iso_z()})
     os.ftruncate(fd, 0)
     os.pwrite(fd, owner.encode(), 0)
     return fd
@@ -276,9 +278,3 @@ def holder(folder: Path) -> str | None:
         os.close(fd)
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
+from cutover.common import fsync_dir, iso_z
 from cutover.errors import CutoverError
+from cutover.plan import ClusterSide, Plan
 
 
-def path(plan: Any) -> Path | None:
+def path(plan: Plan) -> Path | None:
     return plan.base_dir / plan.spec.routing.file if plan.spec.routing else None
 
 
-def read(plan: Any) -> dict[str, Any] | None:
+def read(plan: Plan) -> dict[str, Any] | None:
     p = path(plan)
     if p is None or not p.exists():
         return None
@@ -31,19 +32,19 @@ def read(plan: Any) -> dict[str, Any] | None:
     return data
 
 
-def active(plan: Any) -> str:
+def active(plan: Plan) -> ClusterSide:
     """The side clients use: the routing file's, else old (before any switch there is no file)."""
     data = read(plan)
-    return str(data["active"]) if data else "old"
+    return "new" if data and data["active"] == "new" else "old"
 
 
-def write(plan: Any, side: str, run: str) -> dict[str, Any] | None:
+def write(plan: Plan, side: ClusterSide, run: str) -> dict[str, Any] | None:
     """Point the routing file at `side` (write to a temporary file, fsync, rename, fsync the folder)."""
     p = path(plan)
     if p is None:
         return None
     body = {"active": side, "bootstrap.servers": plan.cluster(side).get("bootstrap.servers", ""),
-            "plan": plan.name, "changed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "run": run}
+            "plan": plan.name, "changed_at": iso_z(), "run": run}
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp")
     with tmp.open("w") as f:
@@ -52,9 +53,5 @@ def write(plan: Any, side: str, run: str) -> dict[str, Any] | None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, p)
-    fd = os.open(p.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(p.parent)
     return body

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cutover.common import iso_millis_z
 from cutover.errors import CutoverError, ExitCode, Refused
 from cutover.output import progress
+from cutover.plan import Plan
 from cutover.secrets import scrub
 from cutover.switch import checks, journal, routing, steps
 from cutover.switch.effects import DryRun, Live
@@ -32,7 +34,7 @@ class StepFailed(CutoverError):
         self.exit_code = exit_code
 
 
-def _checks(plan: Any, action: Action, history: History, opts: Options, locked: bool) -> list[checks.Check]:
+def _checks(plan: Plan, action: Action, history: History, opts: Options, locked: bool) -> list[checks.Check]:
     out = [checks.phase(history, action)]
     if not locked:
         out.append(checks.lock_free(plan))
@@ -53,11 +55,11 @@ def _checks(plan: Any, action: Action, history: History, opts: Options, locked: 
     return out
 
 
-def _build(plan: Any, action: Action, history: History) -> list[steps.Step]:
+def _build(plan: Plan, action: Action, history: History) -> list[steps.Step]:
     return steps.promote(plan) if action == "promote" else steps.rollback(plan, history)
 
 
-def explain(plan: Any, action: Action, opts: Options) -> dict[str, Any]:
+def explain(plan: Plan, action: Action, opts: Options) -> dict[str, Any]:
     """Dry-run: every precondition evaluated live, every step said; nothing changed, nothing journaled."""
     history = journal.read(journal.directory(plan))
     outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=False))
@@ -82,7 +84,7 @@ def refusal(action: str, outcomes: list[checks.Outcome]) -> Refused:
                    fix=f"fix what each says, then run cutover {action} again (--dry-run checks without acting)")
 
 
-def execute(plan: Any, action: Action, opts: Options) -> dict[str, Any]:
+def execute(plan: Plan, action: Action, opts: Options) -> dict[str, Any]:
     folder = journal.directory(plan)
     with Journal.open(folder, action) as j:
         history = journal.read(folder)
@@ -150,15 +152,11 @@ def window(history: History, action: Action) -> dict[str, Any] | None:
               default=None)
     if start is None:
         return None
-    return {"frozen_at": _iso(start), "switched_at": _iso(end) if end else None,
+    return {"frozen_at": iso_millis_z(start), "switched_at": iso_millis_z(end) if end else None,
             "seconds": round(end - start, 3) if end else None}
 
 
-def _iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
-
-
-def _summary(plan: Any, action: Action, history: History, past: bool) -> dict[str, Any]:
+def _summary(plan: Plan, action: Action, history: History, past: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"freeze_window": window(history, action), "past_point_of_no_return": past}
     if action == "rollback":
         drained = history.done_steps("rollback").get("drain-reverse-mirror")
@@ -167,7 +165,7 @@ def _summary(plan: Any, action: Action, history: History, past: bool) -> dict[st
     return out
 
 
-def _result(plan: Any, action: Action, history: History, run: str | None, already: bool = False) -> dict[str, Any]:
+def _result(plan: Plan, action: Action, history: History, run: str | None, already: bool = False) -> dict[str, Any]:
     last = history.last_finished(action)
     runs = history.runs_of(action)
     return {"action": action, "plan": plan.name, "run": run, "already_done": already, "phase": history.phase(),
@@ -185,5 +183,5 @@ def step_table(runs: list[journal.RunRecord]) -> list[dict[str, Any]]:
             if s.name not in latest or latest[s.name].outcome != "done":
                 latest[s.name] = s
     return [{"name": n, "outcome": latest[n].outcome or "interrupted", "seconds": latest[n].seconds,
-             "started_at": _iso(latest[n].started), "error": latest[n].error, "detail": latest[n].detail}
+             "started_at": iso_millis_z(latest[n].started), "error": latest[n].error, "detail": latest[n].detail}
             for n in order]

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from cutover.errors import CutoverError
 from cutover.output import table
+from cutover.plan import Plan
 from cutover.switch import background, journal, routing
 from cutover.switch.runner import step_table, window
 
@@ -22,7 +23,7 @@ def _try(fn: Callable[[], Any]) -> Any:
         return {"error": exc.message}
 
 
-def _lag(plan: Any, direction: Literal["forward", "reverse"], timeout: float) -> dict[str, Any]:
+def _lag(plan: Plan, direction: Literal["forward", "reverse"], timeout: float) -> dict[str, Any]:
     from cutover.mirror import status
 
     s = status.status(plan, direction, timeout)
@@ -31,13 +32,13 @@ def _lag(plan: Any, direction: Literal["forward", "reverse"], timeout: float) ->
             "unmirrored": sum(1 for p in s["partitions"] if p["position"] is None), "gaps": len(s["gaps"])}
 
 
-def _verify(plan: Any) -> dict[str, Any]:
+def _verify(plan: Plan) -> dict[str, Any]:
     from cutover.verify.run import last_result
 
     return {pair.new: last_result(plan, pair.new) for pair in plan.spec.tables}
 
 
-def status(plan: Any, timeout: float = 10.0) -> dict[str, Any]:
+def status(plan: Plan, timeout: float = 10.0) -> dict[str, Any]:
     folder = journal.directory(plan)
     history = journal.read(folder)
     last = history.last

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from cutover.plan import TablePair
+from cutover.plan import ClusterSide, Plan, TablePair
 from cutover.switch import handover
 from cutover.switch.effects import Detail, Effects
 from cutover.switch.journal import History
@@ -38,11 +37,11 @@ def _all(*parts: Detail | None) -> Detail:
     return out
 
 
-def _stop_consumers(side: str) -> Callable[[Effects], Detail]:
+def _stop_consumers(side: ClusterSide) -> Callable[[Effects], Detail]:
     return lambda fx: _all({"hook": fx.hook("stop_consumers", cluster=side)}, fx.groups_empty(side))
 
 
-def _switch(side: str) -> Callable[[Effects], Detail]:
+def _switch(side: ClusterSide) -> Callable[[Effects], Detail]:
     return lambda fx: _all(fx.route(side), {"hook": fx.hook("switch_clients", active=side)})
 
 
@@ -70,7 +69,7 @@ def _reopen() -> Step:
                 "carried back to the old cluster would be copied twice", lambda fx: fx.reopen_mirror())
 
 
-def promote(plan: Any) -> list[Step]:
+def promote(plan: Plan) -> list[Step]:
     quiet = f"{plan.spec.gates.quiet_period:.0f}s"
     steps = [
         Step("hold", "hold while the postpone file exists", lambda fx: fx.hold()),
@@ -101,7 +100,7 @@ def past_point_of_no_return(history: History) -> bool:
     return any(s.name == POINT_OF_NO_RETURN for r in history.promote_attempt() for s in r.steps)
 
 
-def rollback(plan: Any, history: History) -> list[Step]:
+def rollback(plan: Plan, history: History) -> list[Step]:
     promoted = {s.name for r in history.promote_attempt() for s in r.steps}
     if not past_point_of_no_return(history):
         steps = []

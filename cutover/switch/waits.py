@@ -11,13 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cutover.common import TP
 from cutover.errors import CutoverError, Refused
 from cutover.kafka.clients import ClusterRef, admin
 from cutover.kafka.inspect import list_groups, partition_counts
 from cutover.kafka.offsets import group_members, log_offsets
 from cutover.output import progress
+from cutover.plan import ClusterSide, Plan
 
-TP = tuple[str, int]
 POLL = 0.5
 SAY_EVERY = 10.0
 
@@ -32,29 +33,25 @@ class Clock:
         time.sleep(seconds)
 
 
-def ref(plan: Any, side: str) -> ClusterRef:
-    return ClusterRef(side, plan.cluster(side))
-
-
-def selected_partitions(plan: Any, side: str, timeout: float) -> list[TP]:
+def selected_partitions(plan: Plan, side: ClusterSide, timeout: float) -> list[TP]:
     """The plan's topics on one side (never cutover's internal topics)."""
     prefix = plan.spec.mirror.state_prefix
-    counts = partition_counts(ref(plan, side), timeout)
+    counts = partition_counts(ClusterRef.of(plan, side), timeout)
     return [(t, p) for t, n in sorted(counts.items())
             if plan.spec.topics.matches(t) and not t.startswith(prefix) and not t.startswith("__")
             for p in range(n)]
 
 
-def selected_groups(plan: Any, side: str, timeout: float) -> list[str]:
-    return [g for g in list_groups(ref(plan, side), timeout) if plan.spec.groups.matches(g)]
+def selected_groups(plan: Plan, side: ClusterSide, timeout: float) -> list[str]:
+    return [g for g in list_groups(ClusterRef.of(plan, side), timeout) if plan.spec.groups.matches(g)]
 
 
-def postponed(plan: Any) -> Path | None:
+def postponed(plan: Plan) -> Path | None:
     name = plan.spec.switch.postpone_file
     return plan.base_dir / name if name else None
 
 
-def hold(plan: Any, clock: Clock | None = None) -> dict[str, Any]:
+def hold(plan: Plan, clock: Clock | None = None) -> dict[str, Any]:
     """Wait while the postpone file exists (no deadline: the operator decides)."""
     clock = clock or Clock()
     flag = postponed(plan)
@@ -144,10 +141,10 @@ def _open_refusal(where: str, pending: dict[TP, tuple[int, int]], waited: float,
             "(or cutover rollback to resume)")
 
 
-def ends_reader(plan: Any, side: str, timeout: float) -> Callable[[], Ends]:
+def ends_reader(plan: Plan, side: ClusterSide, timeout: float) -> Callable[[], Ends]:
     """Reads (high watermark, last stable offset) of the plan's partitions on one side."""
     tps = selected_partitions(plan, side, timeout)
-    cluster = ref(plan, side)
+    cluster = ClusterRef.of(plan, side)
     client = admin(cluster)
 
     def read() -> Ends:
@@ -158,18 +155,19 @@ def ends_reader(plan: Any, side: str, timeout: float) -> Callable[[], Ends]:
     return read
 
 
-def cluster_quiet(plan: Any, side: str, timeout: float) -> dict[str, Any]:
+def cluster_quiet(plan: Plan, side: ClusterSide, timeout: float) -> dict[str, Any]:
     return quiet(ends_reader(plan, side, timeout), float(plan.spec.gates.quiet_period),
-                 float(plan.spec.switch.quiet_timeout), f"the {side} cluster", bootstrap=ref(plan, side).bootstrap)
+                 float(plan.spec.switch.quiet_timeout), f"the {side} cluster",
+                 bootstrap=ClusterRef.of(plan, side).bootstrap)
 
 
-def drained(plan: Any, side: str, positions: dict[TP, int], timeout: float) -> None:
+def drained(plan: Plan, side: ClusterSide, positions: dict[TP, int], timeout: float) -> None:
     """After a drain: every partition's mirrored position is at its high watermark, so no record,
     committed or still undecided in an open transaction, is left behind (refused otherwise)."""
     ends = ends_reader(plan, side, timeout)()
     pending = _open(ends)
     if pending:
-        raise _open_refusal(f"the {side} cluster", pending, 0, ref(plan, side).bootstrap)
+        raise _open_refusal(f"the {side} cluster", pending, 0, ClusterRef.of(plan, side).bootstrap)
     behind = {tp: (positions.get(tp, 0), high) for tp, (high, _stable) in ends.items()
               if positions.get(tp, 0) < high}
     if behind:
@@ -178,13 +176,13 @@ def drained(plan: Any, side: str, positions: dict[TP, int], timeout: float) -> N
             fix="writes are still arriving: check the freeze, then re-run to continue")
 
 
-def groups_empty(plan: Any, side: str, timeout: float, clock: Clock | None = None) -> dict[str, Any]:
+def groups_empty(plan: Plan, side: ClusterSide, timeout: float, clock: Clock | None = None) -> dict[str, Any]:
     """Wait until no selected group has members on `side`."""
     clock = clock or Clock()
     started = clock.now()
     deadline = float(plan.spec.switch.groups_timeout)
     names = selected_groups(plan, side, timeout)
-    client_ref = ref(plan, side)
+    client_ref = ClusterRef.of(plan, side)
     client = admin(client_ref)
     said = started
     while True:

@@ -103,7 +103,7 @@ def _aggregate(old: DataFrame, new: DataFrame, keys: list[str]) -> tuple[Aggs, A
     out: tuple[Aggs, Aggs] = ({}, {})
     n = len(keys)
     for r in rows:
-        out[r[0]][tuple(r[1:1 + n])] = tuple(r[1 + n:])  # type: ignore[index]
+        out[r[0]][tuple(r[1:1 + n])] = tuple(r[1 + n:])
     return out
 
 

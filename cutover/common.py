@@ -1,0 +1,39 @@
+"""Small shared vocabulary: a topic partition, time stamps as cutover prints them, durable renames.
+
+Defined once here so every package says them the same way (the JSON contracts depend on
+the time formats).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from pathlib import Path
+
+#: A Kafka topic partition: (topic, partition).
+TP = tuple[str, int]
+
+
+def iso_seconds(ts: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 in UTC to the second ("2026-11-23T05:00:00+00:00"); None stays None."""
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="seconds") if ts else None
+
+
+def iso_z(ts: float | None = None) -> str:
+    """Epoch seconds (default: now) as "2026-11-23T05:00:00Z"."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def iso_millis_z(ts: float) -> str:
+    """Epoch seconds as "2026-11-23T05:00:00.123Z"."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a new or renamed entry in `folder` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
