@@ -21,9 +21,11 @@ class Format(StrEnum):
 
 
 def emit(result: Any, fmt: Format, render_text: Callable[[Any], str]) -> None:
-    """Write one result to stdout in the chosen format."""
+    """Write one result to stdout in the chosen format: a typed result's `as_dict()` as JSON, or the text
+    its renderer makes of it."""
     if fmt is Format.JSON:
-        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
+        data = result.as_dict() if hasattr(result, "as_dict") else result
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     else:
         text = render_text(result)
         if text:

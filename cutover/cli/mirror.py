@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cutover.cli.options import output_option, plan_option, stop_on_signals, timeout_option
 from cutover.errors import UsageError
 from cutover.output import Format, emit, table
+
+if TYPE_CHECKING:
+    from cutover.mirror.runner import RunSummary
 
 _reverse = click.option("--reverse", is_flag=True,
                         help="New to old (for rollback) instead of old to new.")
@@ -59,14 +62,14 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
     return 0
 
 
-def _render_summary(s: dict[str, Any]) -> str:
-    lines = [f"mirrored {s['records']:,} records ({s['bytes'] / 1e6:.1f} MB) {s['direction']} in {s['seconds']}s, "
-             f"{s['transactions']} transactions, {len(s['partitions'])} partitions (shard {s['shard']})"]
-    for p in s["gaps"]:
-        for start, end in p["gaps"]:
-            lines.append(f"DATA LOSS: {p['topic']}/{p['partition']} offsets {start}..{end - 1} were deleted on "
+def _render_summary(s: RunSummary) -> str:
+    lines = [f"mirrored {s.records:,} records ({s.bytes / 1e6:.1f} MB) {s.direction} in {s.seconds}s, "
+             f"{s.transactions} transactions, {len(s.partitions)} partitions (shard {s.shard})"]
+    for p in s.gaps:
+        for start, end in p.gaps:
+            lines.append(f"DATA LOSS: {p.topic}/{p.partition} offsets {start}..{end - 1} were deleted on "
                          "the source before they were mirrored")
-    return "\n".join(lines + _render_groups(s["groups"]))
+    return "\n".join(lines + _render_groups([o.as_dict() for o in s.groups]))
 
 
 def _render_groups(outcomes: list[dict[str, Any]]) -> list[str]:

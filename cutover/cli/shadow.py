@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from cutover.cli.options import output_option, plan_option, stop_on_signals, timeout_option
 from cutover.errors import UsageError
 from cutover.output import Format, emit, table
+
+if TYPE_CHECKING:
+    from cutover.shadow.job import ShadowSummary
 
 _cluster = click.option("--cluster", type=click.Choice(["old", "new"]), default="new", show_default=True,
                         help="The cluster to read (old: build or rebuild a table from the old cluster).")
@@ -75,13 +78,12 @@ def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, m
     return 0
 
 
-def _render(s: dict[str, Any]) -> str:
-    lines = [f"shadow {s['mode']} from the {s['cluster']} cluster ({s['cluster_id']}) in {s['seconds']}s"]
-    rows = [[t["table"], t["topic"], f"{t['rows']:,}", f"{t['dead_letters']:,}", str(t["batches"]),
-             ", ".join(f"{p}:{o}" for p, o in t["positions"].items())] for t in s["tables"]]
+def _render(s: ShadowSummary) -> str:
+    lines = [f"shadow {s.mode} from the {s.cluster} cluster ({s.cluster_id}) in {s.seconds}s"]
+    rows = [[t.table, t.topic, f"{t.rows:,}", f"{t.dead_letters:,}", str(t.batches),
+             ", ".join(f"{p}:{o}" for p, o in sorted(t.positions.items()))] for t in s.tables]
     lines.append(table(rows, ["table", "topic", "rows", "dead letters", "batches", "positions"]))
-    lines += [f"{t['table']}: added column(s) {', '.join(t['added_columns'])}" for t in s["tables"]
-              if t["added_columns"]]
+    lines += [f"{t.table}: added column(s) {', '.join(t.added_columns)}" for t in s.tables if t.added_columns]
     return "\n".join(lines)
 
 

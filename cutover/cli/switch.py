@@ -2,94 +2,86 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from cutover.cli.options import output_option, plan_option, timeout_option
 from cutover.errors import UsageError
 from cutover.output import Format, emit, progress, table
-from cutover.plan import Plan
+
+if TYPE_CHECKING:
+    from cutover.switch.journal import Action
+    from cutover.switch.results import Explanation, SwitchResult
 
 
-def _switch_command(action: str, doc: str) -> click.Command:
-    @click.command(action, help=doc)
-    @plan_option
-    @click.option("--dry-run", is_flag=True, help="Evaluate every precondition and print the steps; change nothing.")
-    @click.option("--execute", is_flag=True, help="Really do it (without it, a terminal asks to confirm).")
-    @output_option
-    @timeout_option(30.0)
-    def command(plan_file: str, dry_run: bool, execute: bool, fmt: Format, timeout: float, **extra: Any) -> int:
+def _switch_command(action: Action, doc: str) -> click.Command:
+    def command(plan_file: str, dry_run: bool, execute: bool, fmt: Format, timeout: float,
+                verify: bool = False) -> int:
         from cutover.plan import load_plan
         from cutover.switch import runner
 
         if dry_run and execute:
             raise UsageError("--dry-run and --execute exclude each other", fix="pick one")
+        if not dry_run and not execute and not sys.stdin.isatty():
+            raise UsageError(f"cutover {action} changes the clusters and needs --execute",
+                             fix=f"see the steps first with cutover {action} --dry-run")
         plan = load_plan(plan_file)
-        opts = runner.Options(dry_run=dry_run or not execute, verify_now=extra.get("verify", False), timeout=timeout)
-        if opts.dry_run:
-            explained = runner.explain(plan, action, opts)  # type: ignore[arg-type]
-            if not dry_run:
-                if not sys.stdin.isatty():
-                    raise UsageError(f"cutover {action} changes the clusters and needs --execute",
-                                     fix=f"see the steps first with cutover {action} --dry-run")
-                progress(render_explained(explained))
-                if not click.confirm(f"{action} now?", err=True):
-                    return 0
-                return _execute(plan, action, runner.Options(verify_now=opts.verify_now, timeout=timeout), fmt)
+        opts = runner.Options(dry_run=not execute, verify_now=verify, timeout=timeout)
+        if dry_run:  # say what would happen; refuse (exit 3) when a precondition does
+            explained = runner.explain(plan, action, opts)
             emit(explained, fmt, render_explained)
-            if not explained["passed"]:
-                raise runner.refusal(action, [_outcome(c) for c in explained["checks"]])
+            if not explained.passed:
+                raise runner.refusal(action, list(explained.checks))
             return 0
-        return _execute(plan, action, opts, fmt)
+        if not execute:  # a person at a terminal: show the plan, then ask
+            progress(render_explained(runner.explain(plan, action, opts)))
+            if not click.confirm(f"{action} now?", err=True):
+                return 0
+        emit(runner.execute(plan, action, dataclasses.replace(opts, dry_run=False)), fmt, render_result)
+        return 0
 
     if action == "promote":
         command = click.option("--verify", is_flag=True,
                                help="Run cutover verify now instead of using its last recorded result.")(command)
+    for decorate in (timeout_option(30.0), output_option,
+                     click.option("--execute", is_flag=True, help="Really do it (without it, a terminal asks to "
+                                  "confirm)."),
+                     click.option("--dry-run", is_flag=True, help="Evaluate every precondition and print the "
+                                  "steps; change nothing."),
+                     plan_option, click.command(action, help=doc)):
+        command = decorate(command)
+    assert isinstance(command, click.Command)
     return command
 
 
-def _outcome(c: dict[str, Any]) -> Any:
-    from cutover.switch.checks import Outcome
-
-    return Outcome(c["name"], c["expects"], c["reason"])
-
-
-def _execute(plan: Plan, action: str, opts: Any, fmt: Format) -> int:
-    from cutover.switch import runner
-
-    emit(runner.execute(plan, action, opts), fmt, render_result)  # type: ignore[arg-type]
-    return 0
-
-
-def render_explained(r: dict[str, Any]) -> str:
-    lines = [f"{r['action']} plan for {r['plan']} (phase {r['phase']}); dry run: nothing was changed",
-             "preconditions:"]
-    lines += [f"  {'ok     ' if c['passed'] else 'REFUSED'} {c['name']}: {c['reason'] or c['expects']}"
-              for c in r["checks"]]
+def render_explained(r: Explanation) -> str:
+    lines = [f"{r.action} plan for {r.plan} (phase {r.phase}); dry run: nothing was changed", "preconditions:"]
+    lines += [f"  {'ok     ' if c.refusal is None else 'REFUSED'} {c.name}: {c.refusal or c.expects}"
+              for c in r.checks]
     lines.append("steps:")
-    for i, s in enumerate(r["steps"], 1):
-        lines.append(f"  {i:2}. {s['name']}: {s['does']}" + ("  [done earlier]" if s["done_earlier"] else ""))
-        lines += [f"        would {w}" for w in s["would"]]
+    for i, s in enumerate(r.steps, 1):
+        lines.append(f"  {i:2}. {s.name}: {s.does}" + ("  [done earlier]" if s.done_earlier else ""))
+        lines += [f"        would {w}" for w in s.would]
     return "\n".join(lines)
 
 
-def render_result(r: dict[str, Any]) -> str:
-    if r["already_done"]:
-        return f"{r['action']}: already done (phase {r['phase']})"
-    lines = [f"{r['action']} done: phase {r['phase']}",
-             table([[s["name"], s["outcome"], "-" if s["seconds"] is None else f"{s['seconds']:.1f}s"]
-                    for s in r["steps"]], ["step", "outcome", "took"])]
-    fw = r.get("freeze_window")
-    if fw and fw.get("seconds") is not None:
-        lines.append(f"freeze window: {fw['seconds']:.1f}s (producers frozen {fw['frozen_at']}, clients switched "
-                     f"{fw['switched_at']})")
-    if r.get("carried_back") is not None:
-        lines.append(f"records written on the new cluster after promote and carried back: {r['carried_back']:,}")
-    routing = r.get("routing")
-    if routing:
-        lines.append(f"routing: active {routing['active']} ({routing['bootstrap.servers']})")
+def render_result(r: SwitchResult) -> str:
+    if r.already_done:
+        return f"{r.action}: already done (phase {r.phase})"
+    lines = [f"{r.action} done: phase {r.phase}",
+             table([[s.name, s.outcome, "-" if s.seconds is None else f"{s.seconds:.1f}s"] for s in r.steps],
+                   ["step", "outcome", "took"])]
+    fw = r.freeze_window
+    if fw and fw.seconds is not None:
+        lines.append(f"freeze window: {fw.seconds:.1f}s (producers frozen {fw.frozen_at}, clients switched "
+                     f"{fw.switched_at})")
+    if r.carried_back is not None:
+        lines.append(f"records written on the new cluster after promote and carried back: {r.carried_back:,}")
+    if r.routing:
+        lines.append(f"routing: active {r.routing['active']} ({r.routing['bootstrap.servers']})")
     return "\n".join(lines)
 
 

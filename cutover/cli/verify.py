@@ -34,8 +34,8 @@ def verify_cmd(plan_file: str, which: str | None, report_dir: str | None, sample
     if report_dir:
         progress(f"report: {report.write(result, Path(report_dir))}")
     emit(result, fmt, report.render_text)
-    if not result["passed"]:
-        failed = [t["table"] for t in result["tables"] if not t["passed"]]
+    if not result.passed:
+        failed = [t.table for t in result.tables if not t.passed]
         raise DifferencesFound(f"verify found differences beyond the gates in {', '.join(failed)}",
                                fix="see the samples above (or --report DIR); fix the pipeline, or raise the "
                                    "gates in the plan if the differences are expected")

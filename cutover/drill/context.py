@@ -17,6 +17,7 @@ from typing import Any
 
 from cutover.drill.traffic import GroupConsumer, Traffic
 from cutover.plan import Plan, derive
+from cutover.verify.results import VerifyResult
 
 
 @dataclass
@@ -52,7 +53,12 @@ class Drill:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     results: list[StepResult] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
-    held: dict[str, Any] = field(default_factory=dict)
+    #: the last verify the drill ran (for the verify-passed expectation)
+    verified: VerifyResult | None = None
+    #: the transactional producer of an application paused mid-transaction (fault transaction.open)
+    open_txn: Any | None = None
+    #: the catalog's write lock, while a catalog.outage fault holds it
+    catalog_lock: Any | None = None
     _switch_plan: Plan | None = None
 
     @property
@@ -126,12 +132,12 @@ class Drill:
         for part in (self.traffic, self.consumer):
             if part is not None:
                 part.stop()
-        lock = self.held.pop("catalog_lock", None)
-        if lock is not None:
-            lock.release()
-        txn = self.held.pop("open_txn", None)
-        if txn is not None:  # a drill that stopped with its application's transaction still open
-            txn.abort_transaction(30)
+        if self.catalog_lock is not None:
+            self.catalog_lock.release()
+            self.catalog_lock = None
+        if self.open_txn is not None:  # a drill that stopped with its application's transaction still open
+            self.open_txn.abort_transaction(30)
+            self.open_txn = None
 
 
 class Sampler:
@@ -162,7 +168,7 @@ def sample(plan: Plan) -> dict[str, Any]:
 
     out: dict[str, Any] = {"t": time.time()}
     try:
-        out["lag"] = mirror_status.status(plan, "forward", 5.0)["lag"]
+        out["lag"] = mirror_status.status(plan, "forward", 5.0).lag
     except CutoverError:
         out["lag"] = None
     fresh: dict[str, float | None] = {}

@@ -217,7 +217,7 @@ def _mirror_catch_up(d: Drill, _a: NoArgs) -> Detail:
     from cutover.mirror import runner
 
     s = runner.run(d.plan, runner.Options(until_caught_up=True), threading.Event())
-    return {"records": s["records"], "gaps": s["gaps"]}
+    return {"records": s.records, "gaps": s.as_dict()["gaps"]}
 
 
 @op("action", "mirror.stop", NoArgs, lambda _a: "stop the background mirror (SIGTERM: it finishes its transaction)")
@@ -247,7 +247,7 @@ def _shadow_run(d: Drill, a: ShadowArgs) -> Detail:
     from cutover.shadow import job
 
     s = job.run(d.plan, job.Options(cluster=a.cluster, table=a.table, canonical=a.canonical), threading.Event())
-    return {"tables": {t["table"]: t["rows"] for t in s["tables"]}}
+    return {"tables": {t.table: t.rows for t in s.tables}}
 
 
 @op("action", "legacy.run", NoArgs, lambda _a: "run the old pipeline's stand-in: write each old table from the "
@@ -260,7 +260,7 @@ def _legacy_run(d: Drill, _a: NoArgs) -> Detail:
         s = job.run(d.plan, job.Options(cluster="old", canonical=True), threading.Event())
     else:
         s = job.run(_legacy_plan(d), job.Options(cluster="old"), threading.Event())
-    return {"tables": {t["table"]: t["rows"] for t in s["tables"]}}
+    return {"tables": {t.table: t.rows for t in s.tables}}
 
 
 def _legacy_plan(d: Drill) -> Any:
@@ -316,16 +316,17 @@ def _verify(d: Drill, _a: NoArgs) -> Detail:
     from cutover.verify import run as verify_run
 
     result = verify_run.verify(d.plan, verify_run.Options())
-    d.held["verify"] = result
-    return {"passed": result["passed"], "tables": {t["table"]: t["counts"] for t in result["tables"]}}
+    d.verified = result
+    return {"passed": result.passed, "tables": {t.table: t.counts.as_dict() for t in result.tables}}
 
 
 def _switch(d: Drill, action: Literal["promote", "rollback"]) -> Detail:
     from cutover.switch import runner
 
     result = runner.execute(d.switch_plan(), action, runner.Options())
-    d.held[action] = result
-    return {k: result.get(k) for k in ("phase", "freeze_window", "carried_back")}
+    frozen = result.freeze_window
+    return {"phase": result.phase, "freeze_window": frozen.as_dict() if frozen else None,
+            "carried_back": result.carried_back}
 
 
 @op("action", "promote", NoArgs, lambda _a: "cutover promote --execute (the drill's hooks freeze its traffic)")
@@ -359,8 +360,8 @@ def _replay(d: Drill, a: ReplayArgs) -> Detail:
         {**_pair(p), "new": p.new + "_replay", "old": p.new + "_replay_unused"} for p in d.plan.spec.tables])
     rebuilt = job.run(build, job.Options(cluster=a.cluster, start="earliest"), threading.Event())
     result = verify_run.verify(compare, verify_run.Options())
-    d.held["verify"] = result
-    return {"rebuilt": {t["table"]: t["rows"] for t in rebuilt["tables"]}, "verify_passed": result["passed"]}
+    d.verified = result
+    return {"rebuilt": {t.table: t.rows for t in rebuilt.tables}, "verify_passed": result.passed}
 
 
 @dataclass(frozen=True)
@@ -423,7 +424,7 @@ def _transaction_open(d: Drill, a: OpenTxnArgs) -> Detail:
                          on_delivery=lambda err, m: offsets.append(int(m.offset() or 0)) if err is None else None)
     if producer.flush(30) or len(offsets) != a.records:
         raise CutoverError(f"the open transaction's records were not acknowledged on the {side} cluster")
-    d.held["open_txn"] = producer
+    d.open_txn = producer
     if a.resolve != "never":
         threading.Thread(target=_resolve_when_waited_for, args=(d, a.resolve), daemon=True).start()
     return {"cluster": side, "topic": topic, "partition": a.partition, "offsets": [min(offsets), max(offsets)]}
@@ -446,7 +447,7 @@ def _resolve_when_waited_for(d: Drill, how: str) -> None:
         _deadline(900, "a switch waiting for the open transaction", waiting, every=0.5)
     except ExpectationFailed:
         return
-    producer = d.held.pop("open_txn", None)
+    producer, d.open_txn = d.open_txn, None
     if producer is not None:
         producer.commit_transaction(30) if how == "commit" else producer.abort_transaction(30)
 
@@ -458,7 +459,7 @@ class ResolveArgs:
 
 @op("fault", "transaction.resolve", ResolveArgs, lambda a: f"the paused application {a.how}s its open transaction")
 def _transaction_resolve(d: Drill, a: ResolveArgs) -> Detail:
-    producer = d.held.pop("open_txn", None)
+    producer, d.open_txn = d.open_txn, None
     if producer is None:
         raise CutoverError("no transaction is open (add a transaction.open step before this one)")
     producer.commit_transaction(30) if a.how == "commit" else producer.abort_transaction(30)
@@ -569,7 +570,7 @@ def _catalog_outage(d: Drill, _a: NoArgs) -> Detail:
         raise CutoverError("catalog.outage works on a SQLite catalog (the sandbox's)")
     conn = sqlite3.connect(uri[len("sqlite:///"):], timeout=5, isolation_level=None, check_same_thread=False)
     conn.execute("BEGIN IMMEDIATE")
-    d.held["catalog_lock"] = _Lock(conn)
+    d.catalog_lock = _Lock(conn)
     return {"catalog": uri}
 
 
@@ -584,7 +585,7 @@ class _Lock:
 
 @op("fault", "catalog.restore", NoArgs, lambda _a: "give the catalog back", sandbox=True)
 def _catalog_restore(d: Drill, _a: NoArgs) -> Detail:
-    lock = d.held.pop("catalog_lock", None)
+    lock, d.catalog_lock = d.catalog_lock, None
     if lock is not None:
         lock.release()
     return {"restored": lock is not None}
@@ -595,13 +596,13 @@ def _catalog_restore(d: Drill, _a: NoArgs) -> Detail:
 
 @op("expect", "verify-passed", NoArgs, lambda _a: "the last verify passed (runs it when none ran yet)")
 def _verify_passed(d: Drill, _a: NoArgs) -> Detail:
-    result = d.held.get("verify") or {}
-    if not result:
+    if d.verified is None:
         _verify(d, _a)
-        result = d.held["verify"]
-    if not result["passed"]:
+    result = d.verified
+    assert result is not None
+    if not result.passed:
         raise ExpectationFailed("verify did not pass: " + "; ".join(
-            f"{t['table']}: {t['counts']}" for t in result["tables"] if not t["passed"]))
+            f"{t.table}: {t.counts.as_dict()}" for t in result.tables if not t.passed))
     return {"passed": True}
 
 
@@ -619,7 +620,7 @@ def _lag_below(d: Drill, a: LagArgs) -> Detail:
     seen: list[int] = []
 
     def check() -> bool:
-        seen.append(status.status(d.plan, a.direction, 5.0)["lag"])
+        seen.append(status.status(d.plan, a.direction, 5.0).lag)
         return seen[-1] <= a.records
 
     try:

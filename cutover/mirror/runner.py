@@ -65,7 +65,7 @@ class Run:
         self.rt = st.route(self.plan, self.opts.direction)
 
 
-def run(plan: Plan, opts: Options, stop: threading.Event) -> dict[str, Any]:
+def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     """Mirror until caught up (or until `stop` is set). Returns the run's summary."""
     r = Run(plan, opts, stop)
     rt, sel = r.rt, plan.spec.topics
@@ -157,7 +157,7 @@ def _starting_points(r: Run, state: st.MirrorState, assigned: set[TP]) -> dict[T
     return out
 
 
-def _loop(r: Run, copier: Copier, metrics: Metrics) -> dict[str, Any]:
+def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     opts, rt = r.opts, r.rt
     goal = log_offsets(rt.source, copier.maps, "end", opts.timeout) if opts.until_caught_up else {}
     started = last_report = time.monotonic()
@@ -231,11 +231,49 @@ def _report(r: Run, copier: Copier, metrics: Metrics, elapsed: float,
     return t.records, t.bytes, t.transactions
 
 
-def _summary(r: Run, copier: Copier, seconds: float) -> dict[str, Any]:
-    parts = [{"topic": t, "partition": p, "position": pm.next_src, "target_position": pm.next_tgt,
-              "gaps": [[g.start, g.end] for g in pm.gaps]} for (t, p), pm in sorted(copier.maps.items())]
-    return {"direction": r.rt.direction, "shard": str(r.opts.shard), "source_cluster": r.source_cluster,
-            "records": copier.totals.records, "bytes": copier.totals.bytes,
-            "transactions": copier.totals.transactions, "seconds": round(seconds, 3),
-            "partitions": parts, "gaps": [p for p in parts if p["gaps"]],
-            "groups": [o.as_dict() for o in r.group_outcomes]}
+@dataclass(frozen=True)
+class PartitionResult:
+    topic: str
+    partition: int
+    position: int
+    target_position: int
+    gaps: tuple[tuple[int, int], ...]  # (start, end exclusive) lost to retention before they were mirrored
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "position": self.position,
+                "target_position": self.target_position, "gaps": [list(g) for g in self.gaps]}
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What one mirror run did (`cutover mirror -o json`, README "The mirror")."""
+
+    direction: st.Direction
+    shard: str
+    source_cluster: str
+    records: int
+    bytes: int
+    transactions: int
+    seconds: float
+    partitions: tuple[PartitionResult, ...]
+    groups: tuple[groups.GroupOutcome, ...]
+
+    @property
+    def gaps(self) -> list[PartitionResult]:
+        """The partitions that lost records to retention before they were mirrored."""
+        return [p for p in self.partitions if p.gaps]
+
+    def as_dict(self) -> dict[str, Any]:
+        parts = [p.as_dict() for p in self.partitions]
+        return {"direction": self.direction, "shard": self.shard, "source_cluster": self.source_cluster,
+                "records": self.records, "bytes": self.bytes, "transactions": self.transactions,
+                "seconds": self.seconds, "partitions": parts, "gaps": [p for p in parts if p["gaps"]],
+                "groups": [o.as_dict() for o in self.groups]}
+
+
+def _summary(r: Run, copier: Copier, seconds: float) -> RunSummary:
+    parts = tuple(PartitionResult(t, p, pm.next_src, pm.next_tgt, tuple((g.start, g.end) for g in pm.gaps))
+                  for (t, p), pm in sorted(copier.maps.items()))
+    return RunSummary(r.rt.direction, str(r.opts.shard), r.source_cluster, copier.totals.records,
+                      copier.totals.bytes, copier.totals.transactions, round(seconds, 3), parts,
+                      tuple(r.group_outcomes))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from cutover.common import iso_seconds
@@ -13,7 +14,74 @@ from cutover.output import table
 from cutover.plan import Plan
 
 
-def status(plan: Plan, direction: st.Direction = "forward", timeout: float = 10.0) -> dict[str, Any]:
+@dataclass(frozen=True)
+class GapStatus:
+    start: int
+    end: int  # exclusive
+
+    @property
+    def records(self) -> int:
+        return self.end - self.start
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"start": self.start, "end": self.end, "records": self.records}
+
+
+@dataclass(frozen=True)
+class PartitionStatus:
+    topic: str
+    partition: int
+    source_end: int
+    #: The mirror's next source offset (None: the mirror never started on this partition).
+    position: int | None
+    lag: int
+    gaps: tuple[GapStatus, ...]
+    last_group_sync: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "source_end": self.source_end,
+                "position": self.position, "lag": self.lag, "gaps": [g.as_dict() for g in self.gaps],
+                "last_group_sync": self.last_group_sync}
+
+
+@dataclass(frozen=True)
+class GroupStatus:
+    group: str
+    last_sync: str | None
+    partitions: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "last_sync": self.last_sync, "partitions": self.partitions}
+
+
+@dataclass(frozen=True)
+class MirrorStatus:
+    """Where one direction of the mirror stands (`mirror status -o json`, README "The mirror")."""
+
+    direction: st.Direction
+    source: str
+    target: str
+    source_cluster: str
+    partitions: tuple[PartitionStatus, ...]
+    groups: tuple[GroupStatus, ...]
+
+    @property
+    def lag(self) -> int:
+        return sum(p.lag for p in self.partitions)
+
+    @property
+    def gaps(self) -> list[tuple[PartitionStatus, GapStatus]]:
+        return [(p, g) for p in self.partitions for g in p.gaps]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"direction": self.direction, "source": self.source, "target": self.target,
+                "source_cluster": self.source_cluster, "lag": self.lag,
+                "partitions": [p.as_dict() for p in self.partitions],
+                "gaps": [{"topic": p.topic, "partition": p.partition, **g.as_dict()} for p, g in self.gaps],
+                "groups": [g.as_dict() for g in self.groups]}
+
+
+def status(plan: Plan, direction: st.Direction = "forward", timeout: float = 10.0) -> MirrorStatus:
     rt = st.route(plan, direction)
     source = cluster_id(rt.source, timeout)
     state = st.load(rt, source, with_map=False, timeout=timeout)
@@ -26,34 +94,27 @@ def status(plan: Plan, direction: st.Direction = "forward", timeout: float = 10.
     for g in groups:
         for key in g.offsets:
             synced[key] = max(synced.get(key, 0.0), g.at)
-    parts: list[dict[str, Any]] = []
+    parts = []
     for tp in tps:
         pm = state.partitions.get(tp)
-        parts.append({
-            "topic": tp[0], "partition": tp[1], "source_end": ends[tp],
-            "position": pm.next_src if pm else None,
-            "lag": max(0, ends[tp] - pm.next_src) if pm else ends[tp],
-            "gaps": [{"start": g.start, "end": g.end, "records": g.records} for g in (pm.gaps if pm else [])],
-            "last_group_sync": iso_seconds(synced.get(f"{tp[0]}/{tp[1]}")),
-        })
-    return {
-        "direction": direction, "source": rt.source.name, "target": rt.target.name, "source_cluster": source,
-        "lag": sum(p["lag"] for p in parts), "partitions": parts,
-        "gaps": [{"topic": p["topic"], "partition": p["partition"], **g} for p in parts for g in p["gaps"]],
-        "groups": [{"group": g.group, "last_sync": iso_seconds(g.at), "partitions": len(g.offsets)}
-                   for g in groups],
-    }
+        parts.append(PartitionStatus(
+            tp[0], tp[1], ends[tp], pm.next_src if pm else None,
+            max(0, ends[tp] - pm.next_src) if pm else ends[tp],
+            tuple(GapStatus(g.start, g.end) for g in (pm.gaps if pm else [])),
+            iso_seconds(synced.get(f"{tp[0]}/{tp[1]}"))))
+    return MirrorStatus(direction, rt.source.name, rt.target.name, source, tuple(parts),
+                        tuple(GroupStatus(g.group, iso_seconds(g.at), len(g.offsets)) for g in groups))
 
 
-def render(s: dict[str, Any]) -> str:
-    rows = [[p["topic"], str(p["partition"]), str(p["source_end"]), "-" if p["position"] is None else
-             str(p["position"]), str(p["lag"]), p["last_group_sync"] or "-"] for p in s["partitions"]]
-    lines = [f"mirror {s['direction']} ({s['source']} -> {s['target']}): total lag {s['lag']:,} records",
+def render(s: MirrorStatus) -> str:
+    rows = [[p.topic, str(p.partition), str(p.source_end), "-" if p.position is None else str(p.position),
+             str(p.lag), p.last_group_sync or "-"] for p in s.partitions]
+    lines = [f"mirror {s.direction} ({s.source} -> {s.target}): total lag {s.lag:,} records",
              table(rows, ["topic", "partition", "source end", "mirrored", "lag", "last group sync"])]
-    for g in s["gaps"]:
-        lines.append(f"DATA LOSS: {g['topic']}/{g['partition']} offsets {g['start']}..{g['end'] - 1} "
-                     f"({g['records']} records) deleted on the source before they were mirrored")
-    if s["groups"]:
-        lines.append(table([[g["group"], g["last_sync"] or "-", str(g["partitions"])] for g in s["groups"]],
+    for p, g in s.gaps:
+        lines.append(f"DATA LOSS: {p.topic}/{p.partition} offsets {g.start}..{g.end - 1} "
+                     f"({g.records} records) deleted on the source before they were mirrored")
+    if s.groups:
+        lines.append(table([[g.group, g.last_sync or "-", str(g.partitions)] for g in s.groups],
                            ["group", "last sync", "partitions"]))
     return "\n".join(lines)

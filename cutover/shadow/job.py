@@ -76,7 +76,44 @@ def targets(plan: Plan, which: str | None, canonical: bool) -> list[TablePair]:
     return [dataclasses.replace(p, new=p.old) for p in pairs]
 
 
-def run(plan: Plan, opts: Options, stop: threading.Event) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TableRun:
+    table: str
+    topic: str
+    batches: int
+    rows: int
+    dead_letters: int
+    added_columns: tuple[str, ...]
+    #: partition -> next offset, as stamped in the table for this run's cluster
+    positions: dict[int, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "topic": self.topic, "batches": self.batches, "rows": self.rows,
+                "dead_letters": self.dead_letters, "added_columns": list(self.added_columns),
+                "positions": {str(p): o for p, o in sorted(self.positions.items())}}
+
+
+@dataclass(frozen=True)
+class ShadowSummary:
+    """What one shadow run wrote (`cutover shadow -o json`, README "The shadow")."""
+
+    cluster: ClusterSide
+    cluster_id: str
+    run_id: str
+    mode: str
+    seconds: float
+    tables: tuple[TableRun, ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(t.rows for t in self.tables)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "cluster_id": self.cluster_id, "run_id": self.run_id, "mode": self.mode,
+                "seconds": self.seconds, "tables": [t.as_dict() for t in self.tables]}
+
+
+def run(plan: Plan, opts: Options, stop: threading.Event) -> ShadowSummary:
     pairs = targets(plan, opts.table, opts.canonical)
     ref = ClusterRef.of(plan, opts.cluster)
     cluster_id = inspect.cluster_id(ref, opts.timeout)
@@ -108,9 +145,8 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> dict[str, Any]:
                     tables.drop_branch(spark, plan, name, w.branch)
                 except Exception as exc:  # the catalog may be what failed; a later run drops it when stale
                     log.info("could not drop branch %s of %s: %s", w.branch, name, exc)
-    return {"cluster": opts.cluster, "cluster_id": cluster_id, "run_id": run_id, "mode": opts.mode,
-            "seconds": round(time.monotonic() - started, 1),
-            "tables": [_result(plan, w) for w in writers]}
+    return ShadowSummary(opts.cluster, cluster_id, run_id, opts.mode, round(time.monotonic() - started, 1),
+                         tuple(_result(plan, w) for w in writers))
 
 
 def _partitions(ref: ClusterRef, topics: list[str], timeout: float) -> dict[str, int]:
@@ -275,8 +311,7 @@ def _await(queries: list[StreamingQuery], writers: list[TableWriter], stop: thre
                                        "table's offsets") from None
 
 
-def _result(plan: Plan, w: TableWriter) -> dict[str, Any]:
+def _result(plan: Plan, w: TableWriter) -> TableRun:
     held = tables.table_offsets(plan, w.table)
-    return {"table": w.table, "topic": w.pair.topic, "batches": w.counters.batches, "rows": w.counters.rows,
-            "dead_letters": w.counters.dead_letters, "added_columns": w.counters.added_columns,
-            "positions": {str(p): o for p, o in sorted(held.for_cluster(w.cluster_id).items())}}
+    return TableRun(w.table, w.pair.topic, w.counters.batches, w.counters.rows, w.counters.dead_letters,
+                    tuple(w.counters.added_columns), held.for_cluster(w.cluster_id))

@@ -17,6 +17,7 @@ from cutover.kafka.clients import ClusterRef
 from cutover.kafka.offsets import group_members
 from cutover.plan import ClusterSide, Plan
 from cutover.switch import hooks, journal, waits
+from cutover.verify.results import LastVerify
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,13 @@ def verified(plan: Plan, run_now: Callable[[], None] | None = None) -> Check:
             if last is None:
                 problems.append(f"{pair.new} has never been verified")
                 continue
-            age = (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(last["at"])).total_seconds()
+            age = (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(last.at)).total_seconds()
             behind = _lag_over(plan, last)
-            if not last["passed"]:
-                problems.append(f"the last verify of {pair.new} ({last['at']}) did not pass" + (f"; {behind}"
-                                                                                                  if behind else ""))
+            if not last.passed:
+                problems.append(f"the last verify of {pair.new} ({last.at}) did not pass"
+                                + (f"; {behind}" if behind else ""))
             elif behind:
-                problems.append(f"the last verify of {pair.new} ({last['at']}): {behind}")
+                problems.append(f"the last verify of {pair.new} ({last.at}): {behind}")
             elif age > limit:
                 problems.append(f"the last verify of {pair.new} is {age / 60:.0f} min old; gates.verify_max_age "
                                 f"is {limit / 60:.0f} min")
@@ -86,10 +87,10 @@ def verified(plan: Plan, run_now: Callable[[], None] | None = None) -> Check:
     return Check("verify-passed", f"every table's last verify passed, at most {limit:.0f}s ago", test)
 
 
-def _lag_over(plan: Plan, last: dict[str, Any]) -> str | None:
+def _lag_over(plan: Plan, last: LastVerify) -> str | None:
     """The recorded lag against the plan's lag gate, now (a result recorded under other gates counts too)."""
-    lag, gate = last.get("lag") or {}, plan.spec.gates.max_lag_rows
-    old_ahead, new_ahead = int(lag.get("old_ahead", 0)), int(lag.get("new_ahead", 0))
+    gate = plan.spec.gates.max_lag_rows
+    old_ahead, new_ahead = last.lag.old_ahead, last.lag.new_ahead
     if old_ahead > gate.old_ahead:
         return (f"the old table held {old_ahead} rows beyond the new table's position (gates.max_lag_rows.old_ahead "
                 f"is {gate.old_ahead}): the new write path was behind, and those rows were never compared")
@@ -106,20 +107,20 @@ def mirror_lag(plan: Plan, timeout: float) -> Check:
         from cutover.mirror import status
 
         s = status.status(plan, "forward", timeout)
-        if not s["partitions"]:
+        if not s.partitions:
             return "no selected topic exists on the old cluster"
-        unmirrored = [p for p in s["partitions"] if p["position"] is None]
+        unmirrored = [p for p in s.partitions if p.position is None]
         if unmirrored:
             return "the mirror has not started on " + ", ".join(
-                f"{p['topic']}/{p['partition']}" for p in unmirrored[:10]) + " (run cutover mirror)"
-        if s["gaps"]:
-            g = s["gaps"][0]
-            return (f"the mirror reports data deleted before it was copied, e.g. {g['topic']}/{g['partition']} "
-                    f"offsets {g['start']}..{g['end'] - 1}")
-        over = [p for p in s["partitions"] if p["lag"] > gate]
+                f"{p.topic}/{p.partition}" for p in unmirrored[:10]) + " (run cutover mirror)"
+        if s.gaps:
+            p, g = s.gaps[0]
+            return (f"the mirror reports data deleted before it was copied, e.g. {p.topic}/{p.partition} "
+                    f"offsets {g.start}..{g.end - 1}")
+        over = [p for p in s.partitions if p.lag > gate]
         if over:
-            worst = max(over, key=lambda p: p["lag"])
-            return (f"mirror lag {worst['lag']} > gate {gate} on {worst['topic']}/{worst['partition']} "
+            worst = max(over, key=lambda p: p.lag)
+            return (f"mirror lag {worst.lag} > gate {gate} on {worst.topic}/{worst.partition} "
                     f"({len(over)} partitions over the gate)")
         return None
     return Check("mirror-lag", f"the forward mirror is at most {gate} records behind on every partition", test)

@@ -65,14 +65,14 @@ class Live:
         fenced = _fence_shards(self.plan, direction, self.timeout)
         summary = runner.run(self.plan, runner.Options(direction=direction, until_caught_up=True,
                                                        timeout=self.timeout, for_switch=True), threading.Event())
-        if summary["gaps"]:
+        if summary.gaps:
             raise CutoverError(f"the {direction} mirror reports data deleted on the source before it was copied: "
-                               + ", ".join(f"{g['topic']}/{g['partition']}" for g in summary["gaps"]),
+                               + ", ".join(f"{p.topic}/{p.partition}" for p in summary.gaps),
                                fix="cutover mirror status shows the ranges; decide whether to go on by hand")
         left = status.status(self.plan, direction, self.timeout)
         waits.drained(self.plan, "old" if direction == "forward" else "new",
-                      {(p["topic"], p["partition"]): p["position"] or 0 for p in left["partitions"]}, self.timeout)
-        detail: Detail = {"records": summary["records"], "fenced_shards": fenced}
+                      {(p.topic, p.partition): p.position or 0 for p in left.partitions}, self.timeout)
+        detail: Detail = {"records": summary.records, "fenced_shards": fenced}
         if direction == "reverse":
             detail["carried_back"] = carried_back(self.plan, self.timeout)
         return detail
@@ -206,7 +206,7 @@ def _write_canonical(plan: Plan, pair: TablePair, timeout: float) -> int:
 
     summary = job.run(plan, job.Options(cluster="new", table=pair.old, canonical=True, timeout=timeout),
                       threading.Event())
-    return sum(t["rows"] for t in summary["tables"])
+    return summary.rows
 
 
 def _outside(plan: Plan, direction: st.Direction) -> dict[str, list[tuple[str, int]]]:

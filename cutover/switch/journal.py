@@ -187,6 +187,8 @@ class Journal:
     def __init__(self, folder: Path, lock_fd: int) -> None:
         self.folder, self._lock_fd = folder, lock_fd
         self.path = folder / "journal.jsonl"
+        #: Everything the journal says, kept folded as entries are appended (read once, under the lock).
+        self.history = History()
 
     @classmethod
     @contextmanager
@@ -195,6 +197,7 @@ class Journal:
         try:
             j = cls(folder, fd)
             j._cut_torn_tail()
+            j.history = read(folder)
             yield j
         finally:
             os.close(fd)
@@ -235,6 +238,7 @@ class Journal:
             os.close(fd)
         if created:
             fsync_dir(self.folder)
+        _fold(self.history, json.loads(line))
 
 
 def acquire(folder: Path, what: str) -> int:

@@ -16,6 +16,7 @@ from cutover.secrets import scrub
 from cutover.switch import checks, journal, routing, steps
 from cutover.switch.effects import DryRun, Live
 from cutover.switch.journal import Action, History, Journal
+from cutover.switch.results import Explanation, FreezeWindow, StepPlan, StepRow, SwitchResult
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def _build(plan: Plan, action: Action, history: History) -> list[steps.Step]:
     return steps.promote(plan) if action == "promote" else steps.rollback(plan, history)
 
 
-def explain(plan: Plan, action: Action, opts: Options) -> dict[str, Any]:
+def explain(plan: Plan, action: Action, opts: Options) -> Explanation:
     """Dry-run: every precondition evaluated live, every step said; nothing changed, nothing journaled."""
     history = journal.read(journal.directory(plan))
     outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=False))
@@ -70,11 +71,8 @@ def explain(plan: Plan, action: Action, opts: Options) -> dict[str, Any]:
         fx.lines = []
         if step.name not in done:
             step.act(fx)
-        listed.append({"name": step.name, "does": step.does, "done_earlier": step.name in done,
-                       "would": list(fx.lines)})
-    return {"action": action, "plan": plan.name, "dry_run": True, "phase": history.phase(),
-            "checks": [o.as_dict() for o in outcomes], "passed": all(o.refusal is None for o in outcomes),
-            "steps": listed}
+        listed.append(StepPlan(step.name, step.does, step.name in done, tuple(fx.lines)))
+    return Explanation(action, plan.name, history.phase(), tuple(outcomes), tuple(listed))
 
 
 def refusal(action: str, outcomes: list[checks.Outcome]) -> Refused:
@@ -84,13 +82,13 @@ def refusal(action: str, outcomes: list[checks.Outcome]) -> Refused:
                    fix=f"fix what each says, then run cutover {action} again (--dry-run checks without acting)")
 
 
-def execute(plan: Plan, action: Action, opts: Options) -> dict[str, Any]:
+def execute(plan: Plan, action: Action, opts: Options) -> SwitchResult:
     folder = journal.directory(plan)
     with Journal.open(folder, action) as j:
-        history = journal.read(folder)
+        history = j.history
         if action == "promote" and history.phase() == "promoted":
             progress("already promoted: nothing to do (cutover status shows the steps)")
-            return _result(plan, action, journal.read(folder), None, already=True)
+            return _result(plan, action, history, None, already=True)
         outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=True))
         if any(o.refusal for o in outcomes):
             raise refusal(action, outcomes)
@@ -105,12 +103,10 @@ def execute(plan: Plan, action: Action, opts: Options) -> dict[str, Any]:
                 continue
             progress(f"[{i}/{len(todo)}] {step.name}: {step.does}")
             _one(j, fx, run, step, action)
-        after = journal.read(folder)
-        summary = _summary(plan, action, after, past=steps.past_point_of_no_return(after))
+        summary = _summary(plan, action, j.history, past=steps.past_point_of_no_return(j.history))
         j.append("end", action=action, run=run, outcome="done", detail=summary)
-        final = journal.read(folder)
     _quietly(lambda: fx.hook("on_success"), "on_success")
-    return _result(plan, action, final, run)
+    return _result(plan, action, j.history, run)
 
 
 def _one(j: Journal, fx: Live, run: str, step: steps.Step, action: str) -> None:
@@ -144,7 +140,7 @@ def _quietly(call: Callable[[], Any], what: str) -> None:
         progress(f"warning: hook {what} failed: {exc.message}")
 
 
-def window(history: History, action: Action) -> dict[str, Any] | None:
+def window(history: History, action: Action) -> FreezeWindow | None:
     """The freeze window of the latest attempt: from the producer freeze to the clients' switch."""
     records = [s for r in history.runs_of(action) for s in r.steps]
     start = min((s.started for s in records if s.name == steps.FREEZE_STARTS), default=None)
@@ -152,12 +148,13 @@ def window(history: History, action: Action) -> dict[str, Any] | None:
               default=None)
     if start is None:
         return None
-    return {"frozen_at": iso_millis_z(start), "switched_at": iso_millis_z(end) if end else None,
-            "seconds": round(end - start, 3) if end else None}
+    return FreezeWindow(iso_millis_z(start), iso_millis_z(end) if end else None,
+                        round(end - start, 3) if end else None)
 
 
 def _summary(plan: Plan, action: Action, history: History, past: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"freeze_window": window(history, action), "past_point_of_no_return": past}
+    frozen = window(history, action)
+    out: dict[str, Any] = {"freeze_window": frozen.as_dict() if frozen else None, "past_point_of_no_return": past}
     if action == "rollback":
         drained = history.done_steps("rollback").get("drain-reverse-mirror")
         out["carried_back"] = drained.detail.get("carried_back") if drained else 0
@@ -165,14 +162,13 @@ def _summary(plan: Plan, action: Action, history: History, past: bool) -> dict[s
     return out
 
 
-def _result(plan: Plan, action: Action, history: History, run: str | None, already: bool = False) -> dict[str, Any]:
+def _result(plan: Plan, action: Action, history: History, run: str | None, already: bool = False) -> SwitchResult:
     last = history.last_finished(action)
-    runs = history.runs_of(action)
-    return {"action": action, "plan": plan.name, "run": run, "already_done": already, "phase": history.phase(),
-            "steps": step_table(runs), **(last.detail if last else {})}
+    return SwitchResult(action, plan.name, run, already, history.phase(), tuple(step_table(history.runs_of(action))),
+                        dict(last.detail) if last else {})
 
 
-def step_table(runs: list[journal.RunRecord]) -> list[dict[str, Any]]:
+def step_table(runs: list[journal.RunRecord]) -> list[StepRow]:
     """Each step of an attempt once: its last record (a re-run's repeat wins over the crashed try)."""
     latest: dict[str, journal.StepRecord] = {}
     order: list[str] = []
@@ -182,6 +178,5 @@ def step_table(runs: list[journal.RunRecord]) -> list[dict[str, Any]]:
                 order.append(s.name)
             if s.name not in latest or latest[s.name].outcome != "done":
                 latest[s.name] = s
-    return [{"name": n, "outcome": latest[n].outcome or "interrupted", "seconds": latest[n].seconds,
-             "started_at": iso_millis_z(latest[n].started), "error": latest[n].error, "detail": latest[n].detail}
-            for n in order]
+    return [StepRow(n, latest[n].outcome or "interrupted", latest[n].seconds, iso_millis_z(latest[n].started),
+                    latest[n].error, latest[n].detail) for n in order]

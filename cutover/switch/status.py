@@ -27,15 +27,14 @@ def _lag(plan: Plan, direction: Literal["forward", "reverse"], timeout: float) -
     from cutover.mirror import status
 
     s = status.status(plan, direction, timeout)
-    behind = [p for p in s["partitions"] if p["lag"]]
-    return {"lag": s["lag"], "partitions": len(s["partitions"]), "partitions_behind": len(behind),
-            "unmirrored": sum(1 for p in s["partitions"] if p["position"] is None), "gaps": len(s["gaps"])}
+    return {"lag": s.lag, "partitions": len(s.partitions), "partitions_behind": sum(1 for p in s.partitions if p.lag),
+            "unmirrored": sum(1 for p in s.partitions if p.position is None), "gaps": len(s.gaps)}
 
 
 def _verify(plan: Plan) -> dict[str, Any]:
     from cutover.verify.run import last_result
 
-    return {pair.new: last_result(plan, pair.new) for pair in plan.spec.tables}
+    return {pair.new: last.as_dict() if (last := last_result(plan, pair.new)) else None for pair in plan.spec.tables}
 
 
 def status(plan: Plan, timeout: float = 10.0) -> dict[str, Any]:
@@ -47,8 +46,8 @@ def status(plan: Plan, timeout: float = 10.0) -> dict[str, Any]:
         "plan": plan.name, "phase": history.phase(), "journal": str(folder / "journal.jsonl"),
         "running": journal.holder(folder),
         "action": last.action if last else None,
-        "steps": step_table(history.runs_of(action)) if last else [],
-        "freeze_window": window(history, action) if last else None,
+        "steps": [s.as_dict() for s in step_table(history.runs_of(action))] if last else [],
+        "freeze_window": frozen.as_dict() if last and (frozen := window(history, action)) else None,
         "carried_back": last.detail.get("carried_back") if last and last.outcome == "done" else None,
         "mirror": {"forward": _try(lambda: _lag(plan, "forward", timeout)),
                    "reverse": _try(lambda: _lag(plan, "reverse", timeout)) if history.promote_attempt() else None,

@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from cutover.verify.canon import NULL, plain, same
+from cutover.verify.results import Mode
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-Mode = Literal["offsets", "key", "content"]
 
 
 @dataclass

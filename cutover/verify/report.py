@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cutover.output import table
+from cutover.verify.results import VerifyResult
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
@@ -90,8 +91,9 @@ def render_html(result: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write(result: dict[str, Any], folder: Path) -> Path:
+def write(verified: VerifyResult, folder: Path) -> Path:
     """DIR/report.html and DIR/result.json; returns the HTML path."""
+    result = verified.as_dict()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "result.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
     page = folder / "report.html"
@@ -99,7 +101,8 @@ def write(result: dict[str, Any], folder: Path) -> Path:
     return page
 
 
-def render_text(result: dict[str, Any]) -> str:
+def render_text(verified: VerifyResult) -> str:
+    result = verified.as_dict()
     lines = [f"verify {'PASSED' if result['passed'] else 'FAILED'} ({result['name']})"]
     for t in result["tables"]:
         c = t["counts"]

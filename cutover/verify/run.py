@@ -9,7 +9,6 @@ columns (`old_offset_columns`: offset-exact, with a window and lag), else the pl
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -22,6 +21,16 @@ from cutover.plan import Plan, TablePair, select_pairs
 from cutover.verify import align, quality
 from cutover.verify.canon import Column_, canonical, row_hash, schema_diff
 from cutover.verify.reconcile import Mode, buckets, reconcile
+from cutover.verify.results import (
+    COUNT_KEYS,
+    Counts,
+    Gate,
+    Lag,
+    LastVerify,
+    PartitionResult,
+    TableResult,
+    VerifyResult,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -39,7 +48,7 @@ class Options:
     timeout: float = 10.0
 
 
-def verify(plan: Plan, opts: Options) -> dict[str, Any]:
+def verify(plan: Plan, opts: Options) -> VerifyResult:
     from cutover.lake import spark as spark_mod
 
     pairs = select_pairs(plan, opts.table)
@@ -48,13 +57,9 @@ def verify(plan: Plan, opts: Options) -> dict[str, Any]:
     runner = quality.Runner() if any(p.checks for p in pairs) else None
     results = [_pair(spark, plan, pair, opts, runner) for pair in pairs]
     at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    result = {"passed": all(r["passed"] for r in results), "plan": str(plan.file), "name": plan.name, "at": at,
-              "tables": results}
     for r in results:
-        record(plan, r["table"], {"at": at, "passed": r["passed"], "counts": r["counts"],
-                                  "lag": {k: r["lag"][k] for k in ("old_ahead", "new_ahead")},
-                                  "old_snapshot": r["old_snapshot"], "new_snapshot": r["new_snapshot"]})
-    return result
+        record(plan, r.table, r.summary(at))
+    return VerifyResult(str(plan.file), plan.name, at, tuple(results))
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,7 @@ def _columns(df: DataFrame) -> list[Column_]:
 
 
 def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
-          runner: quality.Runner | None) -> dict[str, Any]:
+          runner: quality.Runner | None) -> TableResult:
     started = time.monotonic()
     old_pin, new_pin = _frame(spark, plan, pair.old), _frame(spark, plan, pair.new)
     old_df, new_df = old_pin.df, new_pin.df
@@ -130,8 +135,8 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
     window = outcome.window
     suites = [runner.run(quality.load_suite(plan, name), df, table, side) for name in pair.checks
               for df, table, side in ((old_df, pair.old, "old"), (new_df, pair.new, "new"))] if runner else []
-    return {**_result(plan, pair, mode, outcome, schema, suites, window, lag_note, started),
-            "old_snapshot": old_pin.snapshot_id, "new_snapshot": new_pin.snapshot_id}
+    return _result(plan, pair, mode, outcome, schema, suites, window, lag_note, started,
+                   (old_pin.snapshot_id, new_pin.snapshot_id))
 
 
 def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pair: TablePair,
@@ -168,47 +173,40 @@ def _window(old_held: stamps.TableOffsets, new_held: stamps.TableOffsets, old_hi
 
 def _result(plan: Plan, pair: TablePair, mode: Mode, outcome: Any, schema: dict[str, Any],
             suites: list[dict[str, Any]], window: dict[int, int] | None, lag_note: str | None,
-            started: float) -> dict[str, Any]:
+            started: float, snapshots: tuple[int | None, int | None]) -> TableResult:
     parts = []
     for p in sorted(outcome.partitions):
         pc = outcome.partitions[p]
-        matched = pc.old_rows - pc.missing - pc.mismatched - pc.duplicates_old
-        parts.append({"partition": p, "old_rows": pc.old_rows, "new_rows": pc.new_rows, "matched": max(matched, 0),
-                      "missing": pc.missing, "extra": pc.extra, "mismatched": pc.mismatched,
-                      "duplicates_old": pc.duplicates_old, "duplicates_new": pc.duplicates_new,
-                      "min_offset": pc.min_id if mode == "offsets" else None,
-                      "max_offset": pc.max_id if mode == "offsets" else None,
-                      "window_end": window.get(p) if window else None,
-                      "old_ahead": pc.old_ahead, "new_ahead": pc.new_ahead})
-    counts = {k: sum(x[k] for x in parts) for k in ("old_rows", "new_rows", "matched", "missing", "extra",
-                                                    "mismatched", "duplicates_old", "duplicates_new")}
+        matched = max(pc.old_rows - pc.missing - pc.mismatched - pc.duplicates_old, 0)
+        counts = Counts(pc.old_rows, pc.new_rows, matched, pc.missing, pc.extra, pc.mismatched,
+                        pc.duplicates_old, pc.duplicates_new)
+        offsets = mode == "offsets"
+        parts.append(PartitionResult(p, counts, pc.min_id if offsets else None, pc.max_id if offsets else None,
+                                     window.get(p) if window else None, pc.old_ahead, pc.new_ahead))
+    total = Counts(**{k: sum(getattr(x.counts, k) for x in parts) for k in COUNT_KEYS})
+    lag = Lag(sum(x.old_ahead for x in parts), sum(x.new_ahead for x in parts), lag_note)
     g = plan.spec.gates
-    lag = {"old_ahead": sum(x["old_ahead"] for x in parts), "new_ahead": sum(x["new_ahead"] for x in parts)}
-    gates = {name: {"limit": limit, "found": found, "passed": limit is None or found <= limit}
-             for name, limit, found in (
-                 ("max_missing_rows", g.max_missing_rows, counts["missing"]),
-                 ("max_extra_rows", g.max_extra_rows, counts["extra"]),
-                 ("max_mismatched_rows", g.max_mismatched_rows, counts["mismatched"]),
-                 ("max_duplicate_rows", g.max_duplicate_rows, counts["duplicates_old"] + counts["duplicates_new"]),
-                 ("max_lag_rows.old_ahead", g.max_lag_rows.old_ahead, lag["old_ahead"]),
-                 ("max_lag_rows.new_ahead", g.max_lag_rows.new_ahead, lag["new_ahead"]))}
-    passed = all(x["passed"] for x in gates.values()) and schema["passed"] and all(s["success"] for s in suites)
-    return {
-        "table": pair.new, "old_table": pair.old, "topic": pair.topic, "mode": mode, "passed": passed,
-        "counts": counts, "gates": gates, "schema": schema, "suites": suites, "partitions": parts,
-        "samples": outcome.samples,
-        "lag": {**lag, "note": lag_note},
-        "cost": {**outcome.cost, "seconds": round(time.monotonic() - started, 1)},
+    gates = {
+        "max_missing_rows": Gate(g.max_missing_rows, total.missing),
+        "max_extra_rows": Gate(g.max_extra_rows, total.extra),
+        "max_mismatched_rows": Gate(g.max_mismatched_rows, total.mismatched),
+        "max_duplicate_rows": Gate(g.max_duplicate_rows, total.duplicates_old + total.duplicates_new),
+        "max_lag_rows.old_ahead": Gate(g.max_lag_rows.old_ahead, lag.old_ahead),
+        "max_lag_rows.new_ahead": Gate(g.max_lag_rows.new_ahead, lag.new_ahead),
     }
+    passed = all(x.passed for x in gates.values()) and schema["passed"] and all(s["success"] for s in suites)
+    return TableResult(pair.new, pair.old, pair.topic, mode, passed, total, gates, schema, suites, tuple(parts),
+                       outcome.samples, lag, {**outcome.cost, "seconds": round(time.monotonic() - started, 1)},
+                       *snapshots)
 
 
-def record(plan: Plan, table: str, summary: dict[str, Any]) -> None:
+def record(plan: Plan, table: str, summary: LastVerify) -> None:
     """Keep the last result on the new table itself, where promote reads it."""
     _snaps, _current, tbl = tables.snapshots(plan, table)
     for attempt in range(5):
         try:
             with tbl.transaction() as tx:
-                tx.set_properties({RESULT_PROPERTY: json.dumps(summary, sort_keys=True)})
+                tx.set_properties({RESULT_PROPERTY: summary.to_property()})
             return
         except Exception as exc:  # a concurrent commit (the shadow writing): reload and try again
             if attempt == 4:
@@ -217,8 +215,8 @@ def record(plan: Plan, table: str, summary: dict[str, Any]) -> None:
             _snaps, _current, tbl = tables.snapshots(plan, table)
 
 
-def last_result(plan: Plan, table: str) -> dict[str, Any] | None:
+def last_result(plan: Plan, table: str) -> LastVerify | None:
     """The last verify result recorded on a table (None when it was never verified)."""
     _snaps, _current, tbl = tables.snapshots(plan, table)
     raw = tbl.properties.get(RESULT_PROPERTY) if tbl is not None else None
-    return json.loads(raw) if raw else None
+    return LastVerify.from_property(raw) if raw else None

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 from cutover.lake import catalog as catalog_mod
 from cutover.lake import stamps, tables
 from cutover.plan import Plan, load_plan
-from cutover.shadow.job import Options, run
+from cutover.shadow.job import Options, ShadowSummary, run
 from tests.conftest import wait_for
 from tests.integration.kafka_util import Rec
 
@@ -36,7 +36,7 @@ def shadow_plan(plan_file: Path, ns: str, out: Path, pairs: list[dict[str, Any]]
     return load_plan(path)
 
 
-def shadow(plan: Plan, **opts: Any) -> dict[str, Any]:
+def shadow(plan: Plan, **opts: Any) -> ShadowSummary:
     """Run the shadow job in this process (the test session's SparkSession is reused)."""
     return run(plan, Options(**opts), threading.Event())
 

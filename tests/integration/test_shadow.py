@@ -48,14 +48,14 @@ def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_of
     expected = read_all(new, topic, 3)
     assert len(expected) == 120  # the aborted transaction is not readable
     assert [as_rec(r) for r in rows(plan, f"{ns}.events")] == expected
-    assert first["tables"][0]["rows"] == 120 and first["tables"][0]["batches"] >= 3
+    assert first.tables[0].rows == 120 and first.tables[0].batches >= 3
 
     # Every stamped snapshot names exactly the offsets of the rows it added.
     catalog = catalog_mod.load(plan.spec.catalog)  # type: ignore[arg-type]
     table = catalog.load_table(f"{ns}.events")
     seen: set[tuple[int, int]] = set()
     snaps = stamped(plan, f"{ns}.events")
-    assert len(snaps) == first["tables"][0]["batches"]
+    assert len(snaps) == first.tables[0].batches
     for snap in snaps:
         at = {(r["kafka_partition"], r["kafka_offset"]) for r in table.scan(
             snapshot_id=snap.snapshot_id, selected_fields=("kafka_partition", "kafka_offset")).to_arrow().to_pylist()}
@@ -64,16 +64,16 @@ def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_of
         for p, o in added:
             by_partition.setdefault(p, []).append(o)
         assert stamps.ranges(snap) == {p: (min(os), max(os)) for p, os in by_partition.items()}
-        assert snap.summary[stamps.K_CLUSTER] == first["cluster_id"]
+        assert snap.summary[stamps.K_CLUSTER] == first.cluster_id
         seen = at
 
     # More records, a new run (fresh checkpoint), and a run told to start from the earliest
     # offsets: every record exactly once.
     produce_txn(new, topic, f"{ns}-tx", [([_raw_traffic(i) for i in range(150, 200)], True)])
     second = shadow(plan)
-    assert second["tables"][0]["rows"] == 50
+    assert second.tables[0].rows == 50
     again = shadow(plan, start="earliest")
-    assert again["tables"][0]["rows"] == 0
+    assert again.tables[0].rows == 0
     assert [as_rec(r) for r in rows(plan, f"{ns}.events")] == read_all(new, topic, 3)
 
     status = cutover("shadow", "status", "--plan", str(plan.file), "-o", "json")
@@ -83,7 +83,7 @@ def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_of
     ends = read_all(new, topic, 3)
     assert {p["partition"]: p["last_offset"] for p in t["partitions"]} == {
         p: max(r.offset for r in ends if r.partition == p) for p in range(3)}
-    assert t["last_commit"] is not None and t["cluster_id"] == first["cluster_id"]
+    assert t["last_commit"] is not None and t["cluster_id"] == first.cluster_id
 
 
 def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_columns(
@@ -118,7 +118,7 @@ def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_c
     # Schema drift (evolve): a new field becomes a nullable column; earlier rows keep theirs.
     produce(new, topic, json_values(2, start=100, coupon="SPRING", score=7))
     result = shadow(plan)
-    assert sorted(result["tables"][0]["added_columns"]) == ["coupon", "score"]
+    assert sorted(result.tables[0].added_columns) == ["coupon", "score"]
     after = rows(plan, f"{ns}.orders")
     assert len(after) == 16
     assert [(r["id"], r["coupon"], r["score"]) for r in after if r["id"] >= 100] == [(100, "SPRING", 7),
@@ -185,7 +185,7 @@ def test_a_table_built_from_the_old_cluster_is_not_continued_from_the_new_one_wi
         create_topic(props, topic, 2)
     produce(old, topic, json_values(8))
     built = shadow(scoped, cluster="old")
-    assert built["tables"][0]["rows"] == 8
+    assert built.tables[0].rows == 8
     produce(new, topic, json_values(4, start=8))
     with pytest.raises(Refused, match="holds offsets of cluster"):
         shadow(scoped)
@@ -194,4 +194,4 @@ def test_a_table_built_from_the_old_cluster_is_not_continued_from_the_new_one_wi
     # The hand-over: explicit (translated) start positions on the new cluster.
     shadow(scoped, start_offsets={topic: {0: 0, 1: 0}})
     assert sorted(r["id"] for r in rows(scoped, f"{ns}.replay")) == list(range(12))
-    assert shadow(scoped)["tables"][0]["rows"] == 0
+    assert shadow(scoped).tables[0].rows == 0

@@ -25,6 +25,7 @@ from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, load_plan
 from cutover.switch import background, journal
 from cutover.verify import run as verify_run
+from cutover.verify.results import LastVerify
 from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic, read_all
 from tests.integration.shadow_util import rows, shadow
@@ -213,7 +214,7 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
     history = journal.read(journal.directory(main))
     assert [r.outcome for r in history.runs].count("done") == 2
     assert "a second promote would need a fresh migration" in _refusals(main)["phase"]
-    assert verify_run.last_result(main, f"{ns}.orders")["passed"]  # recorded by promote --verify
+    assert verify_run.last_result(main, f"{ns}.orders").passed  # type: ignore[union-attr]  # by promote --verify
 
 
 def _tables_with_verify(plan: Plan, ns: str, result: dict[str, Any] | None) -> None:
@@ -231,7 +232,7 @@ def _tables_with_verify(plan: Plan, ns: str, result: dict[str, Any] | None) -> N
             cat.create_namespace_if_not_exists(ns)
             cat.create_table(name, schema)
     if result is not None:
-        verify_run.record(plan, f"{ns}.orders", result)
+        verify_run.record(plan, f"{ns}.orders", LastVerify.from_property(json.dumps(result)))
 
 
 def _refusals(plan: Plan, action: str = "promote") -> dict[str, str]:

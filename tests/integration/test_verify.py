@@ -65,13 +65,13 @@ def _sql(spark: Any, plan: Plan, statement: str, table: str) -> None:
 def test_identical_tables_pass_and_planted_differences_are_each_found(
         sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
     _legacy, main = _setup(sandbox, plan, tmp_path, ns)
-    clean = verify_run.verify(main, verify_run.Options())
+    clean = verify_run.verify(main, verify_run.Options()).as_dict()
     t = clean["tables"][0]
     assert clean["passed"] and t["mode"] == "offsets"
     assert t["counts"] == {"old_rows": 60, "new_rows": 60, "matched": 60, "missing": 0, "extra": 0,
                            "mismatched": 0, "duplicates_old": 0, "duplicates_new": 0}
     assert t["lag"]["old_ahead"] == t["lag"]["new_ahead"] == 0
-    assert verify_run.last_result(main, f"{ns}.orders")["passed"] is True  # type: ignore[index]
+    assert verify_run.last_result(main, f"{ns}.orders").passed is True  # type: ignore[union-attr]
 
     rows = {r["id"]: r for r in spark.table(tables.qualified(main, f"{ns}.legacy")).collect()}
     where = {i: (rows[i]["kafka_partition"], rows[i]["kafka_offset"]) for i in (7, 8, 9, 10, 11, 13)}
@@ -82,7 +82,8 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
         ON a.kafka_partition = b.p AND a.kafka_offset = b.o
         WHEN MATCHED THEN UPDATE SET a.id = b.id, a.name = b.name, a.amount = b.amount, a.score = b.score""",
          f"{ns}.orders")
-    t = verify_run.verify(main, verify_run.Options())["tables"][0]  # alone in their bucket: no other difference
+    # the swapped pair is alone in its bucket: no other difference leads verify to it
+    t = verify_run.verify(main, verify_run.Options()).as_dict()["tables"][0]
     swapped = {"id": {"old": 11, "new": 13}, "name": {"old": "n11", "new": "n13"},
                "amount": {"old": Decimal("11.25"), "new": Decimal("13.25")}, "score": {"old": 11 / 3, "new": 13 / 3}}
     back = {c: {"old": v["new"], "new": v["old"]} for c, v in swapped.items()}
@@ -121,7 +122,7 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
     page = (tmp_path / "report" / "report.html").read_text()
     assert "FAILED" in page and 'class="bar"' in page and "changed" in page
     assert json.loads((tmp_path / "report" / "result.json").read_text())["passed"] is False
-    assert verify_run.last_result(main, f"{ns}.orders")["passed"] is False  # type: ignore[index]
+    assert verify_run.last_result(main, f"{ns}.orders").passed is False  # type: ignore[union-attr]
     # The cost: differences were found by drilling into few buckets, not by comparing every row.
     assert t["cost"]["rows_compared"] <= 60 and t["cost"]["differing"]["_b0"] >= 1
 
@@ -132,17 +133,17 @@ def test_a_lagging_or_empty_new_table_fails_the_lag_gate_unless_the_plan_allows_
     produce_txn(plan.cluster("old"), f"{ns}.orders", f"{ns}-tx", [(_records(60, 14), True)])
     _mirror(sandbox, ns, tmp_path)
     shadow(legacy, cluster="old")  # the old pipeline moved on; the shadow did not yet
-    result = verify_run.verify(main, verify_run.Options())
-    t = result["tables"][0]
+    verified = verify_run.verify(main, verify_run.Options())
+    result, t = verified.as_dict(), verified.as_dict()["tables"][0]
     assert not result["passed"] and t["counts"]["matched"] == 60 and t["counts"]["missing"] == 0
     assert t["lag"] == {"old_ahead": 14, "new_ahead": 0, "note": None}
     assert t["gates"]["max_lag_rows.old_ahead"] == {"limit": 0, "found": 14, "passed": False}
     assert {p["partition"]: p["window_end"] for p in t["partitions"]} == {0: 38, 1: 38}  # in the report
-    assert "over gates.max_lag_rows.old_ahead (0)" in report.render_text(result)
-    assert not verify_run.last_result(main, f"{ns}.orders")["passed"]  # type: ignore[index]
+    assert "over gates.max_lag_rows.old_ahead (0)" in report.render_text(verified)
+    assert not verify_run.last_result(main, f"{ns}.orders").passed  # type: ignore[union-attr]
 
     allowing = derive(main.file, tmp_path / "allowing.yaml", gates={"max_lag_rows": {"old_ahead": 20}})
-    assert verify_run.verify(allowing, verify_run.Options())["passed"]
+    assert verify_run.verify(allowing, verify_run.Options()).as_dict()["passed"]
 
     # A new table that wrote nothing: every old row is lag, and the default gate fails it.
     spark.sql(f"CREATE TABLE {tables.qualified(main, f'{ns}.empty')} USING iceberg AS "
@@ -150,7 +151,7 @@ def test_a_lagging_or_empty_new_table_fails_the_lag_gate_unless_the_plan_allows_
     empty = derive(main.file, tmp_path / "empty.yaml", tables=[
         {"topic": f"{ns}.orders", "old": f"{ns}.legacy", "new": f"{ns}.empty", "schema": SCHEMA,
          "old_offset_columns": OFFSETS}])
-    t = verify_run.verify(empty, verify_run.Options())["tables"][0]
+    t = verify_run.verify(empty, verify_run.Options()).as_dict()["tables"][0]
     assert not t["passed"] and t["counts"]["new_rows"] == 0 and t["lag"]["old_ahead"] == 74
 
 
@@ -179,7 +180,7 @@ def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
         {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "id"}},
         {"type": "expect_column_values_to_be_between", "kwargs": {"column": "id", "min_value": 0,
                                                                   "max_value": 19}}]}))
-    result = verify_run.verify(main, verify_run.Options())
+    result = verify_run.verify(main, verify_run.Options()).as_dict()
     t = result["tables"][0]
     assert t["mode"] == "key" and t["counts"]["matched"] == 20 and t["counts"]["mismatched"] == 0, t["samples"]
     assert t["schema"]["passed"] and {c["column"] for c in t["schema"]["type_changed"]} == {"amount", "score"}
@@ -191,7 +192,7 @@ def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
 
     spark.sql(f"UPDATE {new} SET score = score + 0.001 WHERE id = 3")
     spark.sql(f"DELETE FROM {new} WHERE id = 4")
-    t = verify_run.verify(main, verify_run.Options())["tables"][0]
+    t = verify_run.verify(main, verify_run.Options()).as_dict()["tables"][0]
     assert (t["counts"]["mismatched"], t["counts"]["missing"]) == (1, 1)
     assert t["samples"]["mismatched"][0]["id"] == "3" and list(t["samples"]["mismatched"][0]["columns"]) == ["score"]
     assert t["samples"]["missing"][0]["id"] == "4"
@@ -210,7 +211,7 @@ def test_a_column_of_another_type_family_fails_the_schema_check(sandbox: Sandbox
     produce_txn(plan.cluster("new"), topic, f"{ns}-tx", [(_records(0, 5), True)])
     shadow(main)
     shadow(legacy)
-    t = verify_run.verify(main, verify_run.Options())["tables"][0]
+    t = verify_run.verify(main, verify_run.Options()).as_dict()["tables"][0]
     assert not t["passed"] and not t["schema"]["passed"]
     assert t["schema"]["type_changed"] == [
         {"column": "amount", "old": "decimal(12,2)", "new": "double", "same_family": False, "narrowing": False,
@@ -237,10 +238,10 @@ def test_reconcile_by_content_when_there_is_neither_offset_columns_nor_a_key(
     shadow(main)
     new, legacy = tables.qualified(main, f"{ns}.orders"), tables.qualified(main, f"{ns}.legacy")
     spark.sql(f"CREATE TABLE {legacy} USING iceberg AS SELECT id, name, amount, score FROM {new}")
-    t = verify_run.verify(main, verify_run.Options())["tables"][0]
+    t = verify_run.verify(main, verify_run.Options()).as_dict()["tables"][0]
     assert t["mode"] == "content" and t["passed"] and t["counts"]["matched"] == 12
     spark.sql(f"UPDATE {new} SET name = 'changed' WHERE id = 5")
-    t = verify_run.verify(main, verify_run.Options())["tables"][0]
+    t = verify_run.verify(main, verify_run.Options()).as_dict()["tables"][0]
     assert not t["passed"] and (t["counts"]["missing"], t["counts"]["extra"]) == (1, 1)
     assert [s["values"]["name"] for s in t["samples"]["missing"]] == ["n5"]
     assert [s["values"]["name"] for s in t["samples"]["extra"]] == ["changed"]
