@@ -1,7 +1,9 @@
 """Results go to stdout, as text for people or JSON for automation; nothing else does.
 
-Commands build a plain result (dicts, lists, scalars) and hand it to `emit` with a
-text renderer. JSON output is the result itself, so its keys are the contract.
+Commands build a result (a typed value with `as_dict()`, or plain data) and hand it to
+`emit` with a text renderer; JSON output is its `as_dict()`, so those keys are the
+contract. Everything else that core modules say goes through `progress`: stderr by
+default, any sink a front end sets (`set_reporter`), never a known secret.
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
-
-import click
 
 
 class Format(StrEnum):
@@ -33,11 +33,26 @@ def emit(result: Any, fmt: Format, render_text: Callable[[Any], str]) -> None:
     sys.stdout.flush()
 
 
+def _stderr(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+_reporter: Callable[[str], None] = _stderr
+
+
+def set_reporter(sink: Callable[[str], None]) -> Callable[[str], None]:
+    """Send progress lines to `sink` from now on; returns the sink it replaces."""
+    global _reporter
+    before, _reporter = _reporter, sink
+    return before
+
+
 def progress(message: str) -> None:
-    """A progress or log line for people: always stderr, never stdout, never a known secret."""
+    """A progress or log line for people: stderr (or the reporter set), never stdout, never a known secret."""
     from cutover.secrets import scrub
 
-    click.echo(scrub(message), err=True)
+    _reporter(scrub(message))
 
 
 def table(rows: list[list[str]], header: list[str] | None = None, indent: str = "  ") -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from cutover.cli.options import output_option, plan_option
-from cutover.errors import UsageError
+from cutover.errors import CutoverError, UsageError
 from cutover.output import Format, emit
 
 
@@ -60,13 +60,21 @@ def run_cmd(runbook: str, plan_file: str, auto: bool, keep_going: bool, report_d
     rb = model.load(runbook, _params(params))  # a malformed runbook stops here, before anything runs
     plan = load_plan(plan_file)
     result = runner.run(rb, plan, runner.Options(auto, keep_going, Path(report_dir) if report_dir else None,
-                                                 Path(sandbox_dir) if sandbox_dir else None))
+                                                 Path(sandbox_dir) if sandbox_dir else None, _confirm))
     emit(result, fmt, _render)
     if not result["passed"]:
         bad = result["failed_step"]
         raise runner.DrillFailed(f"drill {rb.name} failed" + (f" at step {bad['number']} ({bad['name']}): "
                                                               f"{bad['error']}" if bad else ""))
     return 0
+
+
+def _confirm(question: str) -> bool:
+    """The terminal's answer to a manual step; Ctrl-C or the end of input is an error of the step."""
+    try:
+        return bool(click.confirm(question, err=True, default=True))
+    except click.Abort:
+        raise CutoverError("aborted") from None
 
 
 def _render(r: dict[str, Any]) -> str:

@@ -8,16 +8,21 @@ import dataclasses
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cutover import process
+from cutover.drill.faults import ByHand, FaultInjector
 from cutover.drill.traffic import GroupConsumer, Traffic
 from cutover.plan import Plan, derive
 from cutover.verify.results import VerifyResult
+
+if TYPE_CHECKING:
+    from cutover.local.sandbox import Sandbox
 
 
 @dataclass
@@ -46,8 +51,11 @@ class StepResult:
 class Drill:
     plan: Plan
     folder: Path
-    sandbox: Any | None
+    #: the local sandbox, when the plan's clusters are its clusters (None: a real environment)
+    sandbox: Sandbox | None
     auto: bool
+    #: Asks a person whether a manual step is done (None: nobody to ask)
+    confirm: Callable[[str], bool] | None = None
     traffic: Traffic | None = None
     consumer: GroupConsumer | None = None
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
@@ -57,8 +65,8 @@ class Drill:
     verified: VerifyResult | None = None
     #: the transactional producer of an application paused mid-transaction (fault transaction.open)
     open_txn: Any | None = None
-    #: the catalog's write lock, while a catalog.outage fault holds it
-    catalog_lock: Any | None = None
+    #: where environment faults go: the sandbox, or ByHand (manual instructions) anywhere else
+    faults: FaultInjector = field(default_factory=ByHand)
     _switch_plan: Plan | None = None
 
     @property
@@ -102,9 +110,7 @@ class Drill:
 
     def spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         """A cutover command in the background (its own process group), logging to the drill folder."""
-        log = (self.folder / f"{name}.log").open("ab")
-        proc = subprocess.Popen([sys.executable, "-m", "cutover", *args], stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=log, start_new_session=True)
+        proc = process.spawn(list(args), self.folder / f"{name}.log")
         self.procs[name] = proc
         return proc
 
@@ -132,9 +138,7 @@ class Drill:
         for part in (self.traffic, self.consumer):
             if part is not None:
                 part.stop()
-        if self.catalog_lock is not None:
-            self.catalog_lock.release()
-            self.catalog_lock = None
+        self.faults.release()
         if self.open_txn is not None:  # a drill that stopped with its application's transaction still open
             self.open_txn.abort_transaction(30)
             self.open_txn = None

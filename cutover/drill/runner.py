@@ -9,19 +9,22 @@ local sandbox, sandbox faults become manual instructions with a note.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import click
+from typing import TYPE_CHECKING, Any
 
 from cutover.drill import report
 from cutover.drill.context import Drill, Sampler, StepResult
+from cutover.drill.faults import ByHand
 from cutover.drill.model import Runbook, Step
 from cutover.drill.ops import OPS, ExpectationFailed
 from cutover.errors import CutoverError, ExitCode
 from cutover.output import progress
 from cutover.plan import Plan
+
+if TYPE_CHECKING:
+    from cutover.local.sandbox import Sandbox
 
 
 class DrillFailed(CutoverError):
@@ -36,9 +39,11 @@ class Options:
     keep_going: bool = False
     report_dir: Path | None = None
     sandbox_dir: Path | None = None
+    #: Asks a person whether a manual step is done (the CLI's prompt); without one, a manual step needs --auto.
+    confirm: Callable[[str], bool] | None = None
 
 
-def sandbox_for(plan: Plan, folder: Path | None) -> Any | None:
+def sandbox_for(plan: Plan, folder: Path | None) -> Sandbox | None:
     """The local sandbox, when the plan's clusters are its clusters (else None: a real environment)."""
     from cutover.local.sandbox import Sandbox
 
@@ -63,8 +68,9 @@ def says(step: Step) -> str:
 def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
     folder = opts.report_dir or Path.cwd() / "drill-reports" / f"{runbook.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
-    drill = Drill(plan, folder.absolute(), sandbox_for(plan, opts.sandbox_dir), opts.auto)
-    if drill.sandbox is None:
+    box = sandbox_for(plan, opts.sandbox_dir)
+    drill = Drill(plan, folder.absolute(), box, opts.auto, opts.confirm, faults=box if box is not None else ByHand())
+    if not drill.faults.automatic:
         progress("note: the plan's clusters are not the local sandbox's: sandbox faults become manual steps")
     started = time.time()
     try:
@@ -88,14 +94,14 @@ def _one(drill: Drill, step: Step, total: int) -> bool:
     r = StepResult(step.number, step.name, step.kind, step.op, time.time())
     drill.results.append(r)
     op = OPS.get((step.kind, step.op))
-    by_hand = step.kind == "manual" or (op is not None and op.sandbox and drill.sandbox is None)
+    by_hand = step.kind == "manual" or (op is not None and op.injected and not drill.faults.automatic)
     progress(f"[{step.number}/{total}] {step.kind} {step.name}: {says(step)}")
     try:
         if by_hand:
             note = "" if step.kind == "manual" else " (not the sandbox: do this by hand)"
             progress(f"  MANUAL: {says(step)}{note}")
             r.outcome = "manual"
-            if not drill.auto and not click.confirm("  done?", err=True, default=True):
+            if not drill.auto and not (drill.confirm is not None and drill.confirm("  done?")):
                 raise ExpectationFailed(f"step {step.number} ({step.name}) was not confirmed")
         else:
             assert op is not None
@@ -105,8 +111,8 @@ def _one(drill: Drill, step: Step, total: int) -> bool:
         r.outcome, r.error = "failed", exc.message
         progress(f"  FAILED: {exc.message}")
         return False
-    except (CutoverError, click.Abort) as exc:
-        r.outcome, r.error = "error", getattr(exc, "message", "aborted")
+    except CutoverError as exc:
+        r.outcome, r.error = "error", exc.message
         progress(f"  ERROR: {r.error}")
         return False
     finally:

@@ -21,7 +21,7 @@ def markdown(rb: Runbook) -> str:
     for s in rb.steps:
         op = OPS.get((s.kind, s.op))
         tag = f"**{_LABEL[s.kind]}**" + (f" `{s.op}`" if s.kind != "manual" else "")
-        note = " *(sandbox; by hand elsewhere)*" if op is not None and op.sandbox else ""
+        note = " *(sandbox; by hand elsewhere)*" if op is not None and op.injected else ""
         lines.append(f"{s.number}. {tag}: {s.name}{note}  ")
         lines.append(f"   {says(s)}")
         if is_dataclass(s.args) and not isinstance(s.args, type) and asdict(s.args):

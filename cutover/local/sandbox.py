@@ -284,6 +284,37 @@ class Sandbox:
             shutil.rmtree(self.dir)
         return {"dir": str(self.dir), "stopped": stopped, "purged": purge}
 
+    # -- the drills' fault injector (cutover.drill.faults.FaultInjector) ---------------------
+
+    automatic = True
+    _catalog_lock: Any = None
+
+    def stop_cluster(self, side: ClusterSide, kill: bool = False) -> dict[str, Any]:
+        return self.stop(side, kill=kill)
+
+    def start_cluster(self, side: ClusterSide) -> dict[str, Any]:
+        return self.start(side)
+
+    def take_catalog(self) -> dict[str, Any]:
+        """Hold the SQLite catalog's write lock: readers get in, commits fail until it is given back."""
+        import sqlite3
+
+        if self._catalog_lock is None:
+            conn = sqlite3.connect(self.catalog_db, timeout=5, isolation_level=None, check_same_thread=False)
+            conn.execute("BEGIN IMMEDIATE")
+            self._catalog_lock = conn
+        return {"catalog": str(self.catalog_db)}
+
+    def give_catalog(self) -> dict[str, Any]:
+        held, self._catalog_lock = self._catalog_lock, None
+        if held is not None:
+            held.execute("ROLLBACK")
+            held.close()
+        return {"restored": held is not None}
+
+    def release(self) -> None:
+        self.give_catalog()
+
     def stop(self, side: ClusterSide, kill: bool = False) -> dict[str, Any]:
         with self._locked():
             state = self._load()

@@ -277,3 +277,21 @@ def _summary(r: Run, copier: Copier, seconds: float) -> RunSummary:
     return RunSummary(r.rt.direction, str(r.opts.shard), r.source_cluster, copier.totals.records,
                       copier.totals.bytes, copier.totals.transactions, round(seconds, 3), parts,
                       tuple(r.group_outcomes))
+
+
+def fence_layouts(plan: Plan, direction: st.Direction, timeout: float) -> list[str]:
+    """Fence every shard layout but "0/1" that has mirrored this direction (its transactional ids), so no
+    other mirror process copies on while this process drains. Returns the layouts fenced."""
+    from confluent_kafka import Producer
+
+    rt = st.route(plan, direction)
+    layouts = st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout).shards - {"0/1"}
+    for layout in sorted(layouts):
+        producer = Producer(rt.target.config(**{"transactional.id": transactional_id(rt, plan.name,
+                                                                                       Shard.parse(layout))}))
+        try:
+            producer.init_transactions(timeout)
+        except Exception as exc:
+            raise rt.target.failure(exc, f"fencing mirror shard {layout}", producer) from None
+        progress(f"  fenced mirror shard {layout} ({direction})")
+    return sorted(layouts)

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from cutover.errors import CutoverError
+from cutover import process
 from cutover.output import progress
 from cutover.plan import Plan
 from cutover.switch import journal
@@ -50,21 +48,10 @@ def start(plan: Plan) -> dict[str, Any]:
         return {"pid": pid, "already_running": True}
     pid_file, log_file, ready = _files(plan)
     ready.unlink(missing_ok=True)
-    pid_file.parent.mkdir(parents=True, exist_ok=True)
-    with log_file.open("ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", _plan_path(plan), "--reverse",
-                                 "--ready-file", str(ready)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, cwd=str(plan.base_dir))
+    proc = process.spawn(["mirror", "--plan", _plan_path(plan), "--reverse", "--ready-file", str(ready)], log_file,
+                         cwd=plan.base_dir)
     pid_file.write_text(f"{proc.pid}\n")
-    deadline = time.monotonic() + READY_TIMEOUT
-    while not ready.exists():
-        if proc.poll() is not None:
-            raise CutoverError(f"the reverse mirror exited ({proc.returncode}) before it was ready; its log "
-                               f"{log_file} ends:\n{_tail(log_file)}", fix="fix what the log says, then re-run")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise CutoverError(f"the reverse mirror was not ready after {READY_TIMEOUT:.0f}s; log {log_file}")
-        time.sleep(0.2)
+    process.wait_ready(proc, ready.exists, log_file, READY_TIMEOUT, "the reverse mirror")
     progress(f"  reverse mirror running (pid {proc.pid}, log {log_file})")
     return {"pid": proc.pid, "log": str(log_file)}
 
@@ -96,10 +83,3 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}/stat").exists() and " Z " not in Path(f"/proc/{pid}/stat").read_text()
-
-
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join("    " + t for t in path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "    (no log)"

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from cutover.errors import CutoverError
-from cutover.kafka.inspect import cluster_id
 from cutover.mirror import state as st
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
@@ -62,7 +61,7 @@ class Live:
             background.stop(self.plan)
         else:  # no forward mirror may start from here on: it would copy back what the reverse mirror carries
             st.set_mark(self.plan, "closed", self.action, self.run, self.timeout)
-        fenced = _fence_shards(self.plan, direction, self.timeout)
+        fenced = runner.fence_layouts(self.plan, direction, self.timeout)
         summary = runner.run(self.plan, runner.Options(direction=direction, until_caught_up=True,
                                                        timeout=self.timeout, for_switch=True), threading.Event())
         if summary.gaps:
@@ -213,26 +212,6 @@ def _outside(plan: Plan, direction: st.Direction) -> dict[str, list[tuple[str, i
     from cutover.mirror import groups
 
     return groups.outside(plan, direction)
-
-
-def _fence_shards(plan: Plan, direction: st.Direction, timeout: float) -> list[str]:
-    """Fence every other shard layout that has mirrored this direction, so no other process copies on."""
-    from confluent_kafka import Producer
-
-    from cutover.mirror.copier import transactional_id
-    from cutover.mirror.shard import Shard
-
-    rt = st.route(plan, direction)
-    layouts = st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout).shards - {"0/1"}
-    for layout in sorted(layouts):
-        txn = transactional_id(rt, plan.name, Shard.parse(layout))
-        producer = Producer(rt.target.config(**{"transactional.id": txn}))
-        try:
-            producer.init_transactions(timeout)
-        except Exception as exc:
-            raise rt.target.failure(exc, f"fencing mirror shard {layout}", producer) from None
-        progress(f"  fenced mirror shard {layout} ({direction})")
-    return sorted(layouts)
 
 
 def carried_back(plan: Plan, timeout: float) -> int:

@@ -10,7 +10,8 @@ import pytest
 from cutover.drill import model, report, show
 from cutover.drill.context import Drill, StepResult
 from cutover.drill.model import RunbookError
-from cutover.drill.ops import OPS, TrafficArgs, WaitArgs
+from cutover.drill.ops import OPS
+from cutover.drill.ops.traffic import TrafficArgs, WaitArgs
 from cutover.plan import load_plan
 
 RUNBOOKS = sorted((Path(__file__).parents[2] / "runbooks").glob("*.yaml"))
@@ -112,7 +113,7 @@ steps:
     with: {cluster: new, kill: true}
 """))
     assert "**Fault** `cluster.stop`: cluster.stop *(sandbox; by hand elsewhere)*" in show.markdown(rb)
-    assert OPS[("fault", "cluster.stop")].sandbox and not OPS[("fault", "mirror.kill")].sandbox
+    assert OPS[("fault", "cluster.stop")].injected and not OPS[("fault", "mirror.kill")].injected
 
 
 def test_the_report_names_the_failed_step_and_what_did_not_run(tmp_path: Path) -> None:

@@ -1,0 +1,202 @@
+"""Expectations: what must hold at a point of a drill; a failed one stops it (unless --keep-going)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
+
+from cutover.drill.context import Drill
+from cutover.drill.ops.base import Detail, ExpectationFailed, NoArgs, deadline, need_traffic, op
+from cutover.drill.ops.pipeline import run_verify
+from cutover.errors import CutoverError
+from cutover.plan import ClusterSide
+from cutover.plan.schema import Duration
+
+
+@op("expect", "verify-passed", NoArgs, lambda _a: "the last verify passed (runs it when none ran yet)")
+def _verify_passed(d: Drill, _a: NoArgs) -> Detail:
+    result = d.verified if d.verified is not None else run_verify(d)
+    if not result.passed:
+        raise ExpectationFailed("verify did not pass: " + "; ".join(
+            f"{t.table}: {t.counts.as_dict()}" for t in result.tables if not t.passed))
+    return {"passed": True}
+
+
+@dataclass(frozen=True)
+class LagArgs:
+    records: int = 0
+    within: Duration = Duration(60)
+    direction: Literal["forward", "reverse"] = "forward"
+
+
+@op("expect", "lag-below", LagArgs, lambda a: f"{a.direction} mirror lag at most {a.records} within {a.within:.0f}s")
+def _lag_below(d: Drill, a: LagArgs) -> Detail:
+    from cutover.mirror import status
+
+    seen: list[int] = []
+
+    def check() -> bool:
+        seen.append(status.status(d.plan, a.direction, 5.0).lag)
+        return seen[-1] <= a.records
+
+    try:
+        deadline(a.within, f"mirror lag at most {a.records}", check, every=1.0)
+    except ExpectationFailed:
+        raise ExpectationFailed(f"mirror lag stayed above {a.records} for {a.within:.0f}s (last {seen[-1]})") from None
+    return {"lag": seen[-1]}
+
+
+@dataclass(frozen=True)
+class ExactlyOnceArgs:
+    #: where every record sent must be exactly once: a cluster's topics, the tables, or the consumer's log
+    where: Literal["old", "new", "tables", "consumer"]
+    #: for on: tables, which table of each pair (old: the canonical one)
+    table: ClusterSide = "new"
+    #: keep looking this long (a writer may still be catching up)
+    within: Duration = Duration(0)
+
+
+@op("expect", "exactly-once", ExactlyOnceArgs, lambda a: "every record sent is exactly once "
+    + {"old": "on the old cluster", "new": "on the new cluster", "consumer": "in what the consumer processed",
+       "tables": f"in the {a.table} tables"}[a.where] + ": none lost, none duplicated")
+def _exactly_once(d: Drill, a: ExactlyOnceArgs) -> Detail:
+    traffic = need_traffic(d)
+    want = Counter((s.topic, s.seq) for s in traffic.sent)
+    if a.where == "tables":
+        topics = {p.topic for p in d.plan.spec.tables}
+        want = Counter({k: v for k, v in want.items() if k[0] in topics})
+    found: list[str] = []
+
+    def check() -> bool:
+        have = Counter({k: n for k, n in _found(d, a, traffic.topics).items() if traffic.mine(k[1])})
+        lost, dup = want - have, Counter({k: n - 1 for k, n in have.items() if n > 1})
+        extra = Counter({k: n for k, n in have.items() if k not in want})
+        found[:] = [f"{sum(lost.values())} records lost, {sum(dup.values())} duplicated, {sum(extra.values())} "
+                    f"never sent (e.g. lost {sorted(lost)[:3]}, duplicated {sorted(dup)[:3]})"]
+        return not (lost or dup or extra)
+
+    try:
+        deadline(a.within, "exactly once", check, every=2.0)
+    except ExpectationFailed:
+        raise ExpectationFailed(f"{a.where}: {found[0]}") from None
+    return {"records": sum(want.values())}
+
+
+def _found(d: Drill, a: ExactlyOnceArgs, topics: list[str]) -> Counter[tuple[str, int]]:
+    if a.where == "consumer":
+        if d.consumer is None:
+            raise CutoverError("no consumer ran (add a consume.start step)")
+        return Counter((s.topic, s.seq) for s in d.consumer.seen)
+    if a.where == "tables":
+        return _table_seqs(d, a.table)
+    return _topic_seqs(d, a.where, topics)
+
+
+def _topic_seqs(d: Drill, side: ClusterSide, topics: list[str]) -> Counter[tuple[str, int]]:
+    from cutover.kafka.clients import ClusterRef
+    from cutover.kafka.inspect import partition_counts
+    from cutover.kafka.offsets import committed_records, log_offsets
+
+    ref = ClusterRef.of(d.plan, side)
+    counts = partition_counts(ref)
+    tps = [(t, p) for t in topics for p in range(counts.get(t, 0))]
+    starts = log_offsets(ref, tps, "start")
+    out: Counter[tuple[str, int]] = Counter()
+    for msg in committed_records(ref, [(t, p, starts[(t, p)]) for t, p in tps], f"reading {', '.join(topics)}",
+                                 group="cutover-drill-reader"):
+        out[(str(msg.topic()), json.loads(msg.value() or b"{}")["seq"])] += 1
+    return out
+
+
+def _table_seqs(d: Drill, side: str) -> Counter[tuple[str, int]]:
+    from cutover.lake import catalog as catalog_mod
+
+    assert d.plan.spec.catalog is not None
+    cat = catalog_mod.load(d.plan.spec.catalog)
+    out: Counter[tuple[str, int]] = Counter()
+    for pair in d.plan.spec.tables:
+        name = pair.old if side == "old" else pair.new
+        if not cat.table_exists(name):
+            continue
+        rows = cat.load_table(name).scan(
+            selected_fields=("kafka_topic", "seq")).to_arrow().to_pylist()
+        out.update((r["kafka_topic"], r["seq"]) for r in rows)
+    return out
+
+
+@dataclass(frozen=True)
+class WithinArgs:
+    step: str
+    seconds: float
+
+
+@op("expect", "step-within", WithinArgs, lambda a: f"step '{a.step}' took at most {a.seconds:.0f}s")
+def _step_within(d: Drill, a: WithinArgs) -> Detail:
+    r = d.result(a.step)
+    if r is None or r.seconds is None:
+        raise ExpectationFailed(f"step '{a.step}' has not run")
+    if r.seconds > a.seconds:
+        raise ExpectationFailed(f"step '{a.step}' took {r.seconds:.1f}s, more than {a.seconds:.0f}s")
+    return {"seconds": r.seconds}
+
+
+@dataclass(frozen=True)
+class ColumnsArgs:
+    columns: list[str]
+    table: ClusterSide = "new"
+
+
+@op("expect", "table-has-columns", ColumnsArgs, lambda a: f"the {a.table} tables have column(s) "
+    + ", ".join(a.columns))
+def _has_columns(d: Drill, a: ColumnsArgs) -> Detail:
+    from cutover.lake import tables
+
+    found = {}
+    for pair in d.plan.spec.tables:
+        name = pair.old if a.table == "old" else pair.new
+        _s, _c, tbl = tables.snapshots(d.plan, name)
+        have = {f.name for f in tbl.schema().fields} if tbl is not None else set()
+        missing = [c for c in a.columns if c not in have]
+        if missing:
+            raise ExpectationFailed(f"table {name} lacks column(s) {', '.join(missing)}")
+        found[name] = sorted(have)
+    return {"columns": found}
+
+
+@dataclass(frozen=True)
+class RefusedArgs:
+    action: Literal["promote", "rollback"] = "promote"
+    #: text the refusal must contain
+    reason: str = ""
+    #: the plan's switch.quiet_timeout for this attempt (how long wait-quiet waits before refusing)
+    quiet_timeout: Duration | None = None
+
+
+@op("expect", "switch-refused", RefusedArgs, lambda a: f"cutover {a.action} --execute is refused (exit 3)"
+    + (f", naming '{a.reason}'" if a.reason else "") + ", before anything irreversible")
+def _switch_refused(d: Drill, a: RefusedArgs) -> Detail:
+    import dataclasses
+
+    from cutover.errors import ExitCode
+    from cutover.plan import derive
+    from cutover.switch import routing, runner
+
+    plan = d.switch_plan()
+    if a.quiet_timeout is not None:
+        switch = {**dataclasses.asdict(plan.spec.switch), "quiet_timeout": float(a.quiet_timeout)}
+        plan = derive(plan.file, d.folder / "switch-plan-refused.yaml", switch=switch)
+    before = routing.active(plan)
+    try:
+        runner.execute(plan, a.action, runner.Options())
+    except CutoverError as exc:
+        if exc.exit_code != ExitCode.REFUSED or a.reason not in exc.message:
+            raise ExpectationFailed(f"cutover {a.action} failed, but not with the refusal expected: "
+                                    f"{exc.message[:600]}") from None
+        if routing.active(plan) != before:
+            raise ExpectationFailed(f"cutover {a.action} was refused after it switched the clients") from None
+        return {"refusal": exc.message[:1000], "fix": exc.fix}
+    raise ExpectationFailed(f"cutover {a.action} went through; it should have been refused")
+
+

@@ -1,0 +1,169 @@
+"""Pipeline ops: the mirror, the shadow, the old pipeline's stand-in, verify, replay, promote and rollback."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cutover import process
+from cutover.drill.context import Drill
+from cutover.drill.ops.base import Detail, NoArgs, op
+from cutover.plan import ClusterSide
+from cutover.verify.results import VerifyResult
+
+
+@op("action", "mirror.start", NoArgs, lambda _a: "start cutover mirror in the background (unless it runs); wait "
+    "until it is copying")
+def _mirror_start(d: Drill, _a: NoArgs) -> Detail:
+    running = d.running("mirror")
+    if running is not None:
+        return {"pid": running, "already_running": True}
+    ready = d.folder / "mirror.ready"
+    ready.unlink(missing_ok=True)
+    proc = d.spawn("mirror", "mirror", "--plan", str(d.plan.file), "--ready-file", str(ready))
+    process.wait_ready(proc, ready.exists, d.folder / "mirror.log", 120, "the background mirror")
+    return {"pid": proc.pid}
+
+
+@op("action", "mirror.catch-up", NoArgs, lambda _a: "run the mirror until it has copied what the source holds now")
+def _mirror_catch_up(d: Drill, _a: NoArgs) -> Detail:
+    from cutover.mirror import runner
+
+    s = runner.run(d.plan, runner.Options(until_caught_up=True), threading.Event())
+    return {"records": s.records, "gaps": s.as_dict()["gaps"]}
+
+
+@op("action", "mirror.stop", NoArgs, lambda _a: "stop the background mirror (SIGTERM: it finishes its transaction)")
+def _mirror_stop(d: Drill, _a: NoArgs) -> Detail:
+    import signal
+
+    return {"exit": d.kill("mirror", signal.SIGTERM)}
+
+
+@dataclass(frozen=True)
+class ShadowArgs:
+    cluster: ClusterSide = "new"
+    canonical: bool = False
+    table: str | None = None
+
+
+@op("action", "shadow.run", ShadowArgs, lambda a: f"write the {'canonical' if a.canonical else 'new'} table(s) "
+    f"from the {a.cluster} cluster until caught up")
+def _shadow_run(d: Drill, a: ShadowArgs) -> Detail:
+    from cutover.shadow import job
+
+    s = job.run(d.plan, job.Options(cluster=a.cluster, table=a.table, canonical=a.canonical), threading.Event())
+    return {"tables": {t.table: t.rows for t in s.tables}}
+
+
+@op("action", "legacy.run", NoArgs, lambda _a: "run the old pipeline's stand-in: write each old table from the "
+    "old cluster until caught up")
+def _legacy_run(d: Drill, _a: NoArgs) -> Detail:
+    from cutover.lake import tables
+    from cutover.shadow import job
+
+    if all(tables.exists(d.plan, p.old) for p in d.plan.spec.tables):
+        s = job.run(d.plan, job.Options(cluster="old", canonical=True), threading.Event())
+    else:
+        s = job.run(_legacy_plan(d), job.Options(cluster="old"), threading.Event())
+    return {"tables": {t.table: t.rows for t in s.tables}}
+
+
+def _legacy_plan(d: Drill) -> Any:
+    from cutover.plan import derive
+
+    return derive(d.plan.file, d.folder / "legacy-plan.yaml", tables=[
+        {**_pair(p), "new": p.old, "old": p.old + "_standin_unused"} for p in d.plan.spec.tables])
+
+
+def _pair(pair: Any) -> dict[str, Any]:
+    """A table pair as plan YAML (unset keys left out)."""
+    import dataclasses
+
+    return {k: v for k, v in dataclasses.asdict(pair).items() if v is not None}
+
+
+@op("action", "shadow.start", NoArgs, lambda _a: "start cutover shadow --follow in the background (unless it "
+    "runs); wait for its first commit")
+def _shadow_start(d: Drill, _a: NoArgs) -> Detail:
+    from cutover.lake import tables
+
+    running = d.running("shadow")
+    if running is not None:
+        return {"pid": running, "already_running": True}
+
+    def heads() -> list[Any]:
+        return [tables.table_offsets(d.plan, p.new).snapshot_id if tables.exists(d.plan, p.new) else None
+                for p in d.plan.spec.tables]
+
+    before = heads()
+    proc = d.spawn("shadow", "shadow", "--plan", str(d.plan.file), "--follow")
+    process.wait_ready(proc, lambda: all(h is not None and h != b for h, b in zip(heads(), before, strict=True)),
+                       d.folder / "shadow.log", 300, "the background shadow job (until its first commit)", every=1.0)
+    return {"pid": proc.pid}
+
+
+@op("action", "shadow.stop", NoArgs, lambda _a: "stop the background shadow job (SIGTERM: it finishes its batch)")
+def _shadow_stop(d: Drill, _a: NoArgs) -> Detail:
+    import signal
+
+    return {"exit": d.kill("shadow", signal.SIGTERM, timeout=180)}
+
+
+@op("action", "verify", NoArgs, lambda _a: "run cutover verify (the result is kept for the expectations)")
+def _verify(d: Drill, _a: NoArgs) -> Detail:
+    result = run_verify(d)
+    return {"passed": result.passed, "tables": {t.table: t.counts.as_dict() for t in result.tables}}
+
+
+def run_verify(d: Drill) -> VerifyResult:
+    """Verify the plan's tables now; the result is kept for the expectations."""
+    from cutover.verify import run as verify_run
+
+    d.verified = verify_run.verify(d.plan, verify_run.Options())
+    return d.verified
+
+
+def _switch(d: Drill, action: Literal["promote", "rollback"]) -> Detail:
+    from cutover.switch import runner
+
+    result = runner.execute(d.switch_plan(), action, runner.Options())
+    frozen = result.freeze_window
+    return {"phase": result.phase, "freeze_window": frozen.as_dict() if frozen else None,
+            "carried_back": result.carried_back}
+
+
+@op("action", "promote", NoArgs, lambda _a: "cutover promote --execute (the drill's hooks freeze its traffic)")
+def _promote(d: Drill, _a: NoArgs) -> Detail:
+    return _switch(d, "promote")
+
+
+@op("action", "rollback", NoArgs, lambda _a: "cutover rollback --execute")
+def _rollback(d: Drill, _a: NoArgs) -> Detail:
+    return _switch(d, "rollback")
+
+
+@dataclass(frozen=True)
+class ReplayArgs:
+    #: the cluster whose retained topic the table is rebuilt from
+    cluster: ClusterSide = "old"
+
+
+@op("action", "replay", ReplayArgs, lambda a: f"rebuild each new table from the {a.cluster} cluster's retained "
+    "topic into <table>_replay, and verify the rebuild against the live table")
+def _replay(d: Drill, a: ReplayArgs) -> Detail:
+    from cutover.plan import derive
+    from cutover.shadow import job
+    from cutover.verify import run as verify_run
+
+    columns = {"partition": "kafka_partition", "offset": "kafka_offset"}
+    compare = derive(d.plan.file, d.folder / "replay-plan.yaml", tables=[
+        {**_pair(p), "old": p.new + "_replay", "old_offset_columns": columns, "checks": []}
+        for p in d.plan.spec.tables])
+    build = derive(d.plan.file, d.folder / "replay-build.yaml", tables=[
+        {**_pair(p), "new": p.new + "_replay", "old": p.new + "_replay_unused"} for p in d.plan.spec.tables])
+    rebuilt = job.run(build, job.Options(cluster=a.cluster, start="earliest"), threading.Event())
+    result = verify_run.verify(compare, verify_run.Options())
+    d.verified = result
+    return {"rebuilt": {t.table: t.rows for t in rebuilt.tables}, "verify_passed": result.passed}

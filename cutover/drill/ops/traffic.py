@@ -1,0 +1,118 @@
+"""Traffic ops: the sample producer and consumer group, and the faults that act on them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cutover.drill.context import Drill
+from cutover.drill.ops.base import Detail, NoArgs, deadline, need_traffic, op, topics_of
+from cutover.errors import CutoverError
+from cutover.plan.schema import Duration
+
+
+@dataclass(frozen=True)
+class TrafficArgs:
+    #: default: the topics of the plan's table pairs
+    topics: list[str] | None = None
+    #: records per second, about
+    rate: float = 100.0
+    transactions: bool = True
+    #: partitions of the topics it creates when they do not exist
+    partitions: int = 3
+
+
+@op("action", "traffic.start", TrafficArgs,
+    lambda a: f"start sample orders/payments traffic (about {a.rate:.0f} records/s"
+              f"{', with transactions' if a.transactions else ''}) on the active cluster")
+def _traffic_start(d: Drill, a: TrafficArgs) -> Detail:
+    from cutover.drill.traffic import Traffic
+
+    topics = topics_of(d, a.topics)
+    if d.traffic is None:
+        _create_topics(d, topics, a.partitions)
+        d.traffic = Traffic(d.switch_plan(), d.ctl, topics, a.rate, a.transactions)
+        d.traffic.start()
+    return {"topics": topics, "rate": a.rate}
+
+
+def _create_topics(d: Drill, topics: list[str], partitions: int) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    from cutover.kafka.clients import ClusterRef, admin
+    from cutover.kafka.offsets import wait_all
+    from cutover.switch import routing
+
+    side = routing.active(d.switch_plan())
+    ref = ClusterRef.of(d.plan, side)
+    client = admin(ref)
+    have = client.list_topics(timeout=30).topics
+    new = [NewTopic(t, partitions, 1 if d.sandbox else -1) for t in topics if t not in have]
+    if new:
+        wait_all(ref, client, client.create_topics(new), "creating the drill's topics", 30)
+
+
+@dataclass(frozen=True)
+class WaitArgs:
+    records: int
+    within: Duration = Duration(120)
+
+
+@op("action", "traffic.wait", WaitArgs, lambda a: f"let {a.records} more records be produced")
+def _traffic_wait(d: Drill, a: WaitArgs) -> Detail:
+    traffic = need_traffic(d)
+    start = traffic.count()
+    deadline(a.within, f"{a.records} more records produced", lambda: traffic.count() - start >= a.records)
+    return {"produced": traffic.count()}
+
+
+@op("action", "traffic.stop", NoArgs, lambda _a: "stop the sample traffic; let the consumer finish what was sent")
+def _traffic_stop(d: Drill, _a: NoArgs) -> Detail:
+    traffic = need_traffic(d)
+    traffic.stop()
+    if d.consumer is not None:
+        consumer = d.consumer
+        deadline(120, "the consumer to process every record sent",
+                  lambda: {(s.topic, s.seq) for s in consumer.seen} >= {(s.topic, s.seq) for s in traffic.sent})
+    if traffic.errors:
+        raise CutoverError(f"the sample producer reported: {traffic.errors[0]}")
+    return {"produced": traffic.count(), "consumed": d.consumer.count() if d.consumer else None}
+
+
+@dataclass(frozen=True)
+class ConsumeArgs:
+    group: str
+    topics: list[str] | None = None
+
+
+@op("action", "consume.start", ConsumeArgs, lambda a: f"consume the traffic as group {a.group}, committing each "
+    "record")
+def _consume_start(d: Drill, a: ConsumeArgs) -> Detail:
+    from cutover.drill.traffic import GroupConsumer
+
+    if not d.plan.spec.groups.matches(a.group):
+        raise CutoverError(f"consumer group {a.group} is not selected by the plan's groups, so no switch would move "
+                           "it", fix="pass --param group=NAME with a group the plan's groups.include selects")
+    if d.consumer is None:
+        d.consumer = GroupConsumer(d.switch_plan(), d.ctl, topics_of(d, a.topics), a.group)
+        d.consumer.start()
+    return {"group": a.group}
+
+
+@op("fault", "writer.pause", NoArgs, lambda _a: "pause the producer (as a stuck writer would)")
+def _writer_pause(d: Drill, _a: NoArgs) -> Detail:
+    need_traffic(d)
+    (d.ctl / "pause").touch()
+    deadline(60, "the producer to pause", lambda: (d.ctl / "producer.paused").exists())
+    return {}
+
+
+@op("fault", "writer.resume", NoArgs, lambda _a: "resume the producer")
+def _writer_resume(d: Drill, _a: NoArgs) -> Detail:
+    (d.ctl / "pause").unlink(missing_ok=True)
+    return {}
+
+
+@op("fault", "schema.change", NoArgs, lambda _a: "change the order events' schema mid-stream (a new field)")
+def _schema_change(d: Drill, _a: NoArgs) -> Detail:
+    need_traffic(d).version = 2
+    return {"version": 2, "new_field": "channel"}
