@@ -86,24 +86,9 @@ class Drill:
         if self.sandbox is None:
             self._switch_plan = self.plan
             return self.plan
-        hooks = self.folder / "hooks"
-        hooks.mkdir(exist_ok=True)
-        # wait for the acknowledgement only while the drill's producer/consumer runs
-        wait = ('[ -f "{c}/{who}.running" ] || exit 0\n'
-                'i=0; while [ ! -f "{c}/{ack}" ]; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done\n')
-        scripts = {
-            "freeze_producers": f'touch "{self.ctl}/pause"\n' + wait.format(c=self.ctl, who="producer",
-                                                                               ack="producer.paused"),
-            "stop_consumers": f'touch "{self.ctl}/stop"\n' + wait.format(c=self.ctl, who="consumer",
-                                                                            ack="consumer.stopped"),
-            "resume": f'rm -f "{self.ctl}/pause" "{self.ctl}/stop"\n',
-        }
-        for event, body in scripts.items():
-            (hooks / event).write_text("#!/bin/sh\n" + body)
-            (hooks / event).chmod(0o755)
         switch = dataclasses.asdict(self.plan.spec.switch)
         self._switch_plan = derive(self.plan.file, self.folder / "switch-plan.yaml",
-                                   hooks={event: str(hooks / event) for event in scripts},
+                                   hooks=control_hooks(self.folder / "hooks", self.ctl),
                                    routing={"file": str(self.folder / "routing.json")},
                                    switch={**switch, "journal_dir": str(self.folder / "journal")})
         return self._switch_plan
@@ -142,6 +127,24 @@ class Drill:
         if self.open_txn is not None:  # a drill that stopped with its application's transaction still open
             self.open_txn.abort_transaction(30)
             self.open_txn = None
+
+
+def control_hooks(folder: Path, ctl: Path) -> dict[str, str]:
+    """Switch hooks that freeze, stop and resume the sample traffic through its control files in `ctl`
+    (the protocol of `cutover.drill.traffic`): hook event -> script. Each waits for the acknowledgement
+    only while the producer or consumer runs."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wait = ('[ -f "{c}/{who}.running" ] || exit 0\n'
+            'i=0; while [ ! -f "{c}/{ack}" ]; do i=$((i+1)); [ $i -gt 2400 ] && exit 1; sleep 0.05; done\n')
+    scripts = {
+        "freeze_producers": f'touch "{ctl}/pause"\n' + wait.format(c=ctl, who="producer", ack="producer.paused"),
+        "stop_consumers": f'touch "{ctl}/stop"\n' + wait.format(c=ctl, who="consumer", ack="consumer.stopped"),
+        "resume": f'rm -f "{ctl}/pause" "{ctl}/stop"\n',
+    }
+    for event, body in scripts.items():
+        (folder / event).write_text("#!/bin/sh\n" + body)
+        (folder / event).chmod(0o755)
+    return {event: str(folder / event) for event in scripts}
 
 
 class Sampler:

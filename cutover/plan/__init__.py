@@ -47,17 +47,21 @@ def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
     return Plan(spec=spec, file=path)
 
 
-def derive(source: Path, path: Path, **changes: Any) -> Plan:
+def derive(source: Path, path: Path, merge: bool = False, **changes: Any) -> Plan:
     """Write and load a plan made from another plan file with some top-level keys replaced.
 
-    `env_file` is made absolute, so the new file may live anywhere; a change to None drops the key.
+    With `merge`, a change that is a mapping is merged into the section it names (the
+    source's other keys there stay). `env_file` is made absolute, so the new file may live
+    anywhere; a change to None drops the key. `path` may be `source` itself.
     """
     import yaml
 
     data = yaml.safe_load(source.read_text())
     if data.get("env_file"):
         data["env_file"] = str((source.parent / data["env_file"]).resolve())
-    data.update(changes)
+    for key, value in changes.items():
+        old = data.get(key)
+        data[key] = {**old, **value} if merge and isinstance(value, dict) and isinstance(old, dict) else value
     path.parent.mkdir(parents=True, exist_ok=True)
     plain = _plain({k: v for k, v in data.items() if v is not None})
     path.write_text(yaml.safe_dump(plain, sort_keys=False))

@@ -7,14 +7,15 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, Producer, TopicPartition
 
+from cutover.plan import derive
 from tests.integration.kafka_util import Rec, rec
 
 BIG = 1_500_000  # bytes: above the 1 MB client and broker defaults
@@ -23,14 +24,8 @@ PRODUCER = {"message.max.bytes": 3_000_000, "linger.ms": 5}
 
 def scoped_plan(plan_file: Path, ns: str, out: Path, **mirror: Any) -> Path:
     """The sandbox plan, restricted to this test's topics and groups, with its own name."""
-    data = yaml.safe_load(plan_file.read_text())
-    data.update({"name": ns, "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}\\..*"]}})
-    if data.get("env_file"):
-        data["env_file"] = str(plan_file.parent / data["env_file"])
-    data["mirror"] = {**data.get("mirror", {}), "group_sync_interval": "1s", **mirror}
-    path = out / f"{ns}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return derive(plan_file, out / f"{ns}.yaml", merge=True, name=ns, topics={"include": [f"{ns}\\..*"]},
+                  groups={"include": [f"{ns}\\..*"]}, mirror={"group_sync_interval": "1s", **mirror}).file
 
 
 def start_mirror(plan: Path, *args: str) -> subprocess.Popen[str]:
@@ -89,6 +84,25 @@ class Traffic:
             else:
                 self.txn.abort_transaction(30)
                 self.aborted += delivered
+
+
+class Feed:
+    """Live traffic for fault tests: `Traffic.round()` in a background thread until `finish()`."""
+
+    def __init__(self, traffic: Traffic, records: int = 40, pause: float = 0.05) -> None:
+        self.traffic, self.records, self.pause = traffic, records, pause
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.traffic.round(self.records)
+            self.stop.wait(self.pause)
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(60)
 
 
 def first_record(props: Mapping[str, str], group: str, topic: str, partition: int,

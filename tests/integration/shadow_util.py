@@ -12,12 +12,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import yaml
 from confluent_kafka import Producer
 
 from cutover.lake import catalog as catalog_mod
 from cutover.lake import stamps, tables
-from cutover.plan import Plan, load_plan
+from cutover.plan import Plan, derive
 from cutover.shadow.job import Options, ShadowSummary, run
 from tests.conftest import wait_for
 from tests.integration.kafka_util import Rec
@@ -26,14 +25,8 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def shadow_plan(plan_file: Path, ns: str, out: Path, pairs: list[dict[str, Any]], **spark: Any) -> Plan:
-    data = yaml.safe_load(plan_file.read_text())
-    data.update({"name": ns, "tables": pairs})
-    if data.get("env_file"):
-        data["env_file"] = str(plan_file.parent / data["env_file"])
-    data["spark"] = {**data.get("spark", {}), "trigger_interval": "1s", "checkpoint_dir": str(out / "ck"), **spark}
-    path = out / f"{ns}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load_plan(path)
+    return derive(plan_file, out / f"{ns}.yaml", merge=True, name=ns, tables=pairs,
+                  spark={"trigger_interval": "1s", "checkpoint_dir": str(out / "ck"), **spark})
 
 
 def shadow(plan: Plan, **opts: Any) -> ShadowSummary:

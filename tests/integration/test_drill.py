@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from cutover.drill import model, runner
+from cutover.drill.demo import ORDERS
 from cutover.local.sandbox import Sandbox
-from cutover.plan import Plan, load_plan
+from cutover.plan import Plan, derive
 from tests.conftest import cutover
 
 pytestmark = pytest.mark.usefixtures("spark")
@@ -20,25 +21,16 @@ pytestmark = pytest.mark.usefixtures("spark")
 #: full-migration runs through `cutover demo` below (the same runbook on the demo plan)
 RUNBOOKS = sorted(p for p in (Path(__file__).parents[2] / "runbooks").glob("*.yaml") if p.stem != "full-migration")
 SMALL = {"rate": "100", "records": "150", "backlog": "600"}
-ORDERS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "order_id", "type": "string"},
-          {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
-          {"name": "currency", "type": "string"}, {"name": "created_at", "type": "long"}]
 
 
 def drill_plan(sandbox: Sandbox, ns: str, tmp: Path) -> Plan:
-    data = yaml.safe_load(sandbox.plan_file.read_text())
-    data.update({
-        "name": ns, "env_file": str(sandbox.plan_file.parent / data["env_file"]),
-        "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}\\..*"]},
-        "mirror": {**data["mirror"], "group_sync_interval": "1s"},
-        "spark": {**data["spark"], "trigger_interval": "1s", "checkpoint_dir": str(tmp / "ck")},
-        "gates": {"quiet_period": "2s", "max_lag_rows": {"old_ahead": 500}},
-        "tables": [{"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", "schema": ORDERS,
-                    "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}}],
-    })
-    path = tmp / "plan.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load_plan(path)
+    return derive(
+        sandbox.plan_file, tmp / "plan.yaml", merge=True,
+        name=ns, topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+        mirror={"group_sync_interval": "1s"}, spark={"trigger_interval": "1s", "checkpoint_dir": str(tmp / "ck")},
+        gates={"quiet_period": "2s", "max_lag_rows": {"old_ahead": 500}},
+        tables=[{"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", "schema": ORDERS,
+                 "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}}])
 
 
 def _params(path: Path, ns: str) -> dict[str, str]:

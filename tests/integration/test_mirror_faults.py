@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import random
 import signal
-import threading
 import urllib.request
 from pathlib import Path
 
@@ -19,7 +18,16 @@ from cutover.local.sandbox import Sandbox, free_port
 from cutover.plan import Plan
 from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic, produce, read_all
-from tests.integration.mirror_util import Traffic, commit, content, first_record, scoped_plan, start_mirror, stop
+from tests.integration.mirror_util import (
+    Feed,
+    Traffic,
+    commit,
+    content,
+    first_record,
+    scoped_plan,
+    start_mirror,
+    stop,
+)
 
 
 def _position(plan_file: Path) -> int:
@@ -31,15 +39,7 @@ def test_kill_loop_leaves_every_record_exactly_once(sandbox: Sandbox, plan: Plan
     old, topic = plan.cluster("old"), f"{ns}.orders"
     create_topic(old, topic, 4)
     scoped = scoped_plan(sandbox.plan_file, ns, tmp_path)
-    traffic = Traffic(old, topic, 4, seed=11, txn_id=f"{ns}-producer")
-    done = threading.Event()
-
-    def produce_forever() -> None:
-        while not done.is_set():
-            traffic.round(40)
-
-    writer = threading.Thread(target=produce_forever, daemon=True)
-    writer.start()
+    feed = Feed(Traffic(old, topic, 4, seed=11, txn_id=f"{ns}-producer"), pause=0)
     rnd, kills = random.Random(3), 0
     try:
         while kills < 10:
@@ -56,8 +56,7 @@ def test_kill_loop_leaves_every_record_exactly_once(sandbox: Sandbox, plan: Plan
                 raise AssertionError(f"the mirror exited by itself: {proc.communicate()}")
         assert _position(scoped) > 0, "no progress was committed between the kills"
     finally:
-        done.set()
-        writer.join(60)
+        feed.finish()
     run = cutover("mirror", "--plan", str(scoped), "--until-caught-up", "-o", "json")
     assert run.code == 0, run.err
     source, target = read_all(old, topic, 4, timeout=60), read_all(plan.cluster("new"), topic, 4, timeout=60)

@@ -5,6 +5,7 @@ and back. Real Kafka, mirror, Spark, catalog; nothing mocked."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -19,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from cutover.drill.context import control_hooks
+from cutover.drill.demo import ORDERS
+from cutover.drill.traffic import GroupConsumer, Traffic
 from cutover.local.sandbox import Sandbox
-from cutover.plan import Plan, load_plan
+from cutover.plan import Plan, derive
 from cutover.switch import background, journal
 from cutover.verify import run as verify_run
 from cutover.verify.results import LastVerify
@@ -33,7 +36,6 @@ from tests.integration.shadow_util import rows, shadow
 pytestmark = pytest.mark.usefixtures("spark")
 
 PARTITIONS = 3
-APP = Path(__file__).with_name("switch_app.py")
 PROMOTE = ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers", "sync-groups",
            "start-reverse-mirror", "switch-clients"]
 ROLLBACK = ["freeze-producers", "wait-quiet", "drain-reverse-mirror", "stop-consumers", "sync-groups",
@@ -47,19 +49,14 @@ def _script(path: Path, body: str) -> str:
 
 
 def _hooks(folder: Path, ctl: Path, kills: Path) -> dict[str, str]:
-    """Hooks that drive the app through its control files, and one that SIGKILLs cutover on cue."""
-    folder.mkdir()
-    wait = 'i=0; while [ ! -f "{f}" ]; do i=$((i+1)); [ $i -gt 1200 ] && exit 1; sleep 0.05; done\n'
+    """The drill's hooks that drive the sample traffic through its control files, plus one that SIGKILLs
+    cutover on cue and one that keeps the old writer's restart offsets."""
     kill = (f'f="{kills}/$CUTOVER_ACTION.$CUTOVER_EVENT.$CUTOVER_STEP"\n'
             'if [ -f "$f" ]; then rm -f "$f"; echo "killing cutover at $CUTOVER_STEP"; kill -9 $PPID; '
             'while kill -0 $PPID 2>/dev/null; do :; done; fi\n')
     return {
-        "freeze_producers": _script(folder / "freeze", f'touch "{ctl}/pause"\n' + wait.format(
-            f=f"{ctl}/producer.paused")),
-        "stop_consumers": _script(folder / "stop", f'touch "{ctl}/stop"\n' + wait.format(
-            f=f"{ctl}/consumer.stopped")),
+        **control_hooks(folder, ctl),
         "switch_clients": _script(folder / "switch", 'echo "clients now use $CUTOVER_ACTIVE"\n'),
-        "resume": _script(folder / "resume", f'rm -f "{ctl}/pause" "{ctl}/stop"\n'),
         "start_old_writer": _script(folder / "old-writer", f'echo "$CUTOVER_OFFSETS" > "{ctl}/old-writer.json"\n'),
         "before_step": _script(folder / "before", kill),
         "after_step": _script(folder / "after", kill),
@@ -67,43 +64,27 @@ def _hooks(folder: Path, ctl: Path, kills: Path) -> dict[str, str]:
 
 
 def _plan(sandbox: Sandbox, ns: str, tmp: Path, hooks: dict[str, str], tables: bool = True, **pair: Any) -> Plan:
-    data = yaml.safe_load(sandbox.plan_file.read_text())
-    data["env_file"] = str(sandbox.plan_file.parent / data["env_file"])
-    data.update({
-        "name": ns, "topics": {"include": [f"{ns}\\..*"]}, "groups": {"include": [f"{ns}\\..*"]},
-        "mirror": {**data["mirror"], "group_sync_interval": "1s"},
-        "spark": {**data["spark"], "checkpoint_dir": str(tmp / "ck")},
+    return derive(
+        sandbox.plan_file, tmp / f"{ns}.yaml", merge=True,
+        name=ns, topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+        mirror={"group_sync_interval": "1s"}, spark={"checkpoint_dir": str(tmp / "ck")},
         # verify runs beside live traffic, once the mirror trails by less than 200 records
-        "gates": {"quiet_period": "2s", "verify_max_age": "1h", "max_lag_rows": {"old_ahead": 200}},
-        "switch": {"journal_dir": str(tmp / "journal"), "quiet_timeout": "60s", "groups_timeout": "60s",
-                   "hook_timeout": "120s"},
-        "routing": {"file": str(tmp / "routing.json")},
-        "hooks": hooks,
-        "tables": [{"topic": f"{ns}.orders", "old": f"{ns}.legacy", "new": f"{ns}.orders",
-                    "schema": [{"name": "seq", "type": "long", "nullable": False}],
-                    "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}, **pair}]
-        if tables else [],
-    })
-    path = tmp / f"{ns}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load_plan(path)
+        gates={"quiet_period": "2s", "verify_max_age": "1h", "max_lag_rows": {"old_ahead": 200}},
+        switch={"journal_dir": str(tmp / "journal"), "quiet_timeout": "60s", "groups_timeout": "60s",
+                "hook_timeout": "120s"},
+        routing={"file": str(tmp / "routing.json")}, hooks=hooks,
+        tables=[{"topic": f"{ns}.orders", "old": f"{ns}.legacy", "new": f"{ns}.orders",
+                 "schema": [{"name": "seq", "type": "long", "nullable": False}],
+                 "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}, **pair}]
+        if tables else [])
 
 
 def _legacy(plan: Plan, tmp: Path) -> Plan:
     """A plan whose shadow writes the legacy table from the old cluster: the old pipeline's stand-in."""
-    data = yaml.safe_load(plan.file.read_text())
-    pair = data["tables"][0]
-    data.update({"name": f"{plan.name}_legacy", "tables": [{**pair, "old": f"{plan.name}.unused",
-                                                            "new": pair["old"]}]})
-    path = tmp / "legacy.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load_plan(path)
-
-
-def _log(path: Path) -> list[tuple[str, int, int, int]]:
-    if not path.exists():
-        return []
-    return [(c, int(p), int(o), int(s)) for c, p, o, s in (line.split() for line in path.read_text().splitlines())]
+    pair = dataclasses.asdict(plan.spec.tables[0])
+    pair = {k: v for k, v in pair.items() if v is not None}
+    return derive(plan.file, tmp / "legacy.yaml", name=f"{plan.name}_legacy",
+                  tables=[{**pair, "old": f"{plan.name}.unused", "new": pair["old"]}])
 
 
 def _switch(plan: Plan, action: str, kills: Path, steps: list[str], *args: str) -> tuple[int, dict[str, Any]]:
@@ -132,16 +113,17 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
     ctl, kills = tmp_path / "ctl", tmp_path / "kills"
     ctl.mkdir()
     kills.mkdir()
-    main = _plan(sandbox, ns, tmp_path, _hooks(tmp_path / "hooks", ctl, kills))
+    main = _plan(sandbox, ns, tmp_path, _hooks(tmp_path / "hooks", ctl, kills), schema=ORDERS)
     topic, group = f"{ns}.orders", f"{ns}.billing"
     create_topic(plan.cluster("old"), topic, PARTITIONS)
-    (tmp_path / "clusters.json").write_text(json.dumps({"old": plan.cluster("old"), "new": plan.cluster("new")}))
-    app = subprocess.Popen([sys.executable, str(APP), str(tmp_path / "clusters.json"), str(tmp_path / "routing.json"),
-                            str(ctl), topic, group], stderr=(tmp_path / "app.err").open("w"))
+    # The application: a producer and a consumer group that follow the routing file and the hooks.
+    producer, consumer = Traffic(main, ctl, [topic], rate=100), GroupConsumer(main, ctl, [topic], group)
+    producer.start()
+    consumer.start()
     mirror = subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", str(main.file)],
                               stdout=subprocess.DEVNULL, stderr=(tmp_path / "mirror.err").open("w"))
     try:
-        wait_for(lambda: len(_log(ctl / "consumed.log")) >= 150, 60, "the app to consume on the old cluster")
+        wait_for(lambda: consumer.count() >= 150, 60, "the app to consume on the old cluster")
         legacy = _legacy(main, tmp_path)
         shadow(legacy, cluster="old")  # the old pipeline, up to now
         wait_for(lambda: cutover("mirror", "status", "--plan", str(main.file), "-o", "json").json()["lag"] < 200,
@@ -159,44 +141,41 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
         assert killed == len(PROMOTE) + 2 + 2
         assert promoted["phase"] == "promoted" and promoted["freeze_window"]["seconds"] > 0
         assert json.loads((tmp_path / "routing.json").read_text())["active"] == "new"
-        at_promote = len(_log(ctl / "produced.log"))
+        at_promote = producer.count()
         mirror.terminate()  # fenced by the drain: it could not copy on (and cannot, once records flow back)
         mirror.wait(60)
 
-        wait_for(lambda: sum(1 for r in _log(ctl / "consumed.log") if r[0] == "new") >= 150, 90,
+        wait_for(lambda: sum(1 for s in consumer.seen if s.cluster == "new") >= 150, 90,
                  "the app to produce and consume on the new cluster")
         shadow(main, canonical=True)  # cutover's writer of the canonical table, after promote
         killed, rolled = _switch(main, "rollback", kills, [*ROLLBACK, f"hand-back:{ns}.legacy", "reopen-mirror",
                                                            "resume"])
         assert killed == len(ROLLBACK) + 3 + 2
-        on_new = [r for r in _log(ctl / "produced.log") if r[0] == "new"]
+        on_new = [s for s in producer.sent if s.cluster == "new"]
         assert rolled["phase"] == "rolled-back" and rolled["carried_back"] == len(on_new) > 0
         assert json.loads((tmp_path / "routing.json").read_text())["active"] == "old"
         assert json.loads((ctl / "old-writer.json").read_text())[topic]  # the old writer's restart offsets
 
-        wait_for(lambda: sum(1 for r in _log(ctl / "consumed.log")[len(on_new):] if r[0] == "old") >= 100 and
-                 len(_log(ctl / "produced.log")) > at_promote + len(on_new) + 100, 90,
+        consumed_before = consumer.count()
+        wait_for(lambda: sum(1 for s in consumer.seen[consumed_before:] if s.cluster == "old") >= 100 and
+                 producer.count() > at_promote + len(on_new) + 100, 90,
                  "the app to produce and consume on the old cluster again")
         (ctl / "pause").touch()
         wait_for(lambda: (ctl / "producer.paused").exists(), 60, "the producer to pause")
-        wait_for(lambda: len(_log(ctl / "consumed.log")) >= len(_log(ctl / "produced.log")), 60,
-                 "the consumer to process everything produced")
-        (ctl / "stop").touch()
-        wait_for(lambda: (ctl / "consumer.stopped").exists(), 60, "the consumer to stop")
+        wait_for(lambda: consumer.count() >= producer.count(), 60, "the consumer to process everything produced")
     finally:
-        app.terminate()
-        app.wait(60)
+        producer.stop()
+        consumer.stop()
         if mirror.poll() is None:
             mirror.kill()
         background.stop(main)
 
-    produced = _log(ctl / "produced.log")
-    seqs = [r[3] for r in produced]
-    assert sorted(seqs) == list(range(len(seqs)))  # every record acknowledged exactly once
-    consumed = Counter(r[3] for r in _log(ctl / "consumed.log"))
+    seqs = [s.seq for s in producer.sent]
+    assert len(set(seqs)) == len(seqs) and not producer.errors  # every record acknowledged exactly once
+    consumed = Counter(s.seq for s in consumer.seen)
     assert consumed == Counter(seqs), "each record processed exactly once: none re-read, none skipped"
-    last_on_new = max(r[3] for r in on_new)
-    assert all(r[0] == "old" for r in produced if r[3] > last_on_new)
+    last_on_new = max(s.seq for s in on_new)
+    assert all(s.cluster == "old" for s in producer.sent if s.seq > last_on_new)
     old_has = Counter(json.loads(r.value)["seq"] for r in read_all(plan.cluster("old"), topic, PARTITIONS))
     assert old_has == Counter(seqs), "the old cluster holds every record exactly once after the rollback"
     new_has = Counter(json.loads(r.value)["seq"] for r in read_all(plan.cluster("new"), topic, PARTITIONS))
@@ -247,11 +226,7 @@ def test_each_precondition_refuses_with_its_reason_and_exit_3(
 
     from tests.integration.kafka_util import produce
 
-    main = _plan(sandbox, ns, tmp_path, {})
-    data = yaml.safe_load(main.file.read_text())
-    data["gates"]["max_mirror_lag"] = 10
-    main.file.write_text(yaml.safe_dump(data))
-    main = load_plan(main.file)
+    main = derive((base := _plan(sandbox, ns, tmp_path, {})).file, base.file, merge=True, gates={"max_mirror_lag": 10})
     topic, group = f"{ns}.orders", f"{ns}.billing"
     create_topic(plan.cluster("old"), topic, 1)
     produce(plan.cluster("old"), topic, [{"value": b'{"seq": %d}' % i} for i in range(20)])
@@ -312,9 +287,8 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
         "on_failure": _script(hooks / "failed", f'echo "$CUTOVER_STEP: $CUTOVER_ERROR" > "{ctl}/failure"\n'),
         "resume": _script(hooks / "resume", f'touch "{ctl}/resumed-$CUTOVER_ACTION-$CUTOVER_ACTIVE"\n'),
     }, tables=False)
-    data = yaml.safe_load(main.file.read_text())
-    data["switch"].update({"postpone_file": str(tmp_path / "hold"), "quiet_timeout": "4s"})
-    main.file.write_text(yaml.safe_dump(data))
+    main = derive(main.file, main.file, merge=True, switch={"postpone_file": str(tmp_path / "hold"),
+                                                            "quiet_timeout": "4s"})
     topic = f"{ns}.orders"
     create_topic(plan.cluster("old"), topic, 2)
     produce(plan.cluster("old"), topic, [{"value": b"%d" % i, "partition": i % 2} for i in range(20)])
@@ -430,9 +404,7 @@ def test_an_open_transaction_at_the_freeze_is_waited_out_or_refused_and_unmirror
     from tests.integration.mirror_util import commit, content
 
     main = _plan(sandbox, ns, tmp_path, {}, tables=False)
-    data = yaml.safe_load(main.file.read_text())
-    data["switch"]["quiet_timeout"] = "8s"
-    main.file.write_text(yaml.safe_dump(data))
+    main = derive(main.file, main.file, merge=True, switch={"quiet_timeout": "8s"})
     old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders"
     create_topic(old, topic, 2)
     produce(old, topic, [{"value": b"before %d" % i, "partition": i % 2} for i in range(20)])

@@ -1,4 +1,5 @@
-"""Pure logic of the mirror: the offset map, its inverse, and the shard split."""
+"""The mirror state's records (pure): deltas and checkpoints fold back to the same maps; where a read
+starts; version 1."""
 
 from __future__ import annotations
 
@@ -9,78 +10,13 @@ from typing import Any
 
 import pytest
 
-from cutover.errors import UsageError
 from cutover.kafka.clients import ClusterRef
 from cutover.mirror import state as st
-from cutover.mirror.groups import Translator
 from cutover.mirror.offsetmap import (
     Gap,
-    NotYetMirrored,
     PartitionMap,
     Segment,
-    SourceWentBack,
-    out_of_range,
-    segments,
 )
-from cutover.mirror.shard import Shard
-
-
-def test_segments_break_at_every_gap_on_either_side() -> None:
-    pairs = [(0, 0), (1, 1), (2, 2), (5, 3), (6, 4), (7, 6), (8, 7)]  # source gap 3-4, target gap at 5
-    assert segments(pairs) == [Segment(0, 0, 3), Segment(5, 3, 2), Segment(7, 6, 2)]
-    with pytest.raises(ValueError, match="must increase"):
-        segments([(3, 3), (2, 4)])
-
-
-def _mirror(source_offsets: list[int], txn_every: int) -> tuple[PartitionMap, dict[int, int]]:
-    """Simulate the copier: each transaction writes its records, then a commit marker on the target."""
-    pm, where, tgt = PartitionMap(start_src=source_offsets[0]), {}, 0
-    for i in range(0, len(source_offsets), txn_every):
-        chunk = source_offsets[i:i + txn_every]
-        pairs = [(s, tgt + k) for k, s in enumerate(chunk)]
-        where.update(pairs)
-        tgt += len(chunk) + 1  # our commit marker
-        pm.add(segments(pairs))
-        pm.next_src, pm.next_tgt = chunk[-1] + 1, pairs[-1][1] + 1
-    return pm, where
-
-
-@pytest.mark.parametrize("seed", range(20))
-def test_translation_is_exact_for_every_position(seed: int) -> None:
-    rnd = random.Random(seed)
-    present = sorted(rnd.sample(range(3, 400), 150))  # gaps: compaction, markers, aborted records
-    pm, where = _mirror(present, rnd.randint(1, 20))
-    for pos in range(0, present[-1] + 2):
-        nxt = next((s for s in present if s >= pos), None)
-        expected = where[nxt] if nxt is not None else pm.next_tgt
-        assert pm.translate(pos) == expected, pos
-        # and back: the inverse of a target position of a record is its source offset
-        if nxt is not None:
-            assert pm.invert(where[nxt]) == nxt
-    with pytest.raises(NotYetMirrored):
-        pm.translate(pm.next_src + 1)
-
-
-def test_reverse_translation_uses_the_forward_inverse_below_the_reverse_start() -> None:
-    # forward: old 0-4 -> new 0-4, old 7-9 -> new 6-8 (markers at new 5 and 9); old ends at 10
-    fwd = PartitionMap(0, 10, 9, [Segment(0, 0, 5), Segment(7, 6, 3)])
-    # after promote: new 10-13 written by clients, reversed to old 10-13
-    rev = PartitionMap(start_src=10, next_src=14, next_tgt=14, segments=[Segment(10, 10, 4)])
-    tr = Translator({("t", 0): rev}, {("t", 0): fwd})
-    positions_on_new = (0, 4, 5, 6, 8, 9, 10, 13, 14)
-    assert [tr.translate(("t", 0), o) for o in positions_on_new] == [0, 4, 7, 7, 9, 10, 10, 13, 14]
-
-
-def test_shards_split_deterministically_and_survive_growth() -> None:
-    shards = [Shard(i, 3) for i in range(3)]
-    parts = [("orders", p) for p in range(24)] + [("payments", p) for p in range(5)]
-    owners = {tp: [s for s in shards if s.owns(*tp)] for tp in parts}
-    assert all(len(o) == 1 for o in owners.values())
-    assert all(len([tp for tp in parts if s.owns(*tp)]) > 3 for s in shards)
-    assert Shard.parse("2/3") == Shard(2, 3) and str(Shard(2, 3)) == "2/3"
-    for bad in ("3/3", "1", "a/b", "-1/2"):
-        with pytest.raises(UsageError, match="i/N"):
-            Shard.parse(bad)
 
 
 def _messages(records: list[tuple[str, bytes, bytes | None]]) -> list[Any]:
@@ -188,11 +124,3 @@ def test_version_1_state_is_still_read_until_a_checkpoint_replaces_it() -> None:
     assert (t0.next_src, t0.next_tgt, t0.records, t0.gaps) == (9, 10, 8, [Gap(3, 4)])
     assert t0.translate(4) == 4 and t0.translate(3) == 4
     assert (t1.next_src, t1.next_tgt, t1.records) == (6, 6, 5) and t1.segments == newer.segments
-
-
-def test_a_position_outside_the_source_log_is_a_gap_below_and_an_error_above() -> None:
-    assert out_of_range(10, 25, 30) == Gap(10, 25)  # retention deleted 10..24 before they were mirrored
-    assert out_of_range(25, 25, 30) is None
-    assert out_of_range(30, 0, 30) is None  # at the end: nothing lost
-    with pytest.raises(SourceWentBack, match="position 10 is beyond the source's log end 3"):
-        out_of_range(10, 0, 3)  # recreated or truncated: never copied again, never called lost

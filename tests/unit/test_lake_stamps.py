@@ -1,19 +1,11 @@
-"""Pure logic of the shadow: offsets stamped in snapshots, restart positions, the Kafka
-options Spark gets, partition transforms, and --start-offsets."""
+"""Kafka positions stamped in snapshots (pure): round trips, lineage, maintenance, rollback."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
-from cutover.cli.shadow import parse_start_offsets
-from cutover.errors import UsageError
 from cutover.lake import stamps
 from cutover.lake.stamps import Snapshot, TableStateError
-from cutover.shadow.ddl import partition_sql
-from cutover.shadow.source import java_properties, reader_options
 
 
 def _snap(sid: int, parent: int | None, **summary: str) -> Snapshot:
@@ -70,43 +62,3 @@ def test_a_newer_stamp_version_is_refused_not_guessed() -> None:
 
 def test_advance_takes_the_batch_end_and_never_goes_back() -> None:
     assert stamps.advance({0: 50, 1: 5}, {0: (10, 20), 1: (5, 9), 2: (0, 0)}) == {0: 50, 1: 10, 2: 1}
-
-
-def test_java_properties_translate_sasl_and_tls() -> None:
-    props = java_properties("old", {"bootstrap.servers": "h:1", "security.protocol": "SASL_SSL",
-                                    "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u",
-                                    "sasl.password": 'p"w', "ssl.ca.location": "/ca.pem",
-                                    "socket.connection.setup.timeout.ms": "5000"})
-    assert props == {
-        "bootstrap.servers": "h:1", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-        "ssl.truststore.location": "/ca.pem", "ssl.truststore.type": "PEM",
-        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                            'username="u" password="p\\"w";'}
-    with pytest.raises(UsageError, match=r"sasl\.mechanism 'GSSAPI'"):
-        java_properties("new", {"sasl.mechanism": "GSSAPI", "sasl.username": "u"})
-
-
-def test_reader_options_read_committed_from_explicit_offsets() -> None:
-    opts = reader_options("new", {"bootstrap.servers": "h:1"}, "orders", {1: 7, 0: -2}, 500)
-    assert json.loads(opts["startingOffsets"]) == {"orders": {"0": -2, "1": 7}}
-    assert (opts["kafka.isolation.level"], opts["maxOffsetsPerTrigger"], opts["kafka.bootstrap.servers"]) == (
-        "read_committed", "500", "h:1")
-
-
-def test_partition_transforms_render_as_iceberg_ddl_and_unknown_ones_are_named() -> None:
-    cols = ["id", "kafka_timestamp", "name"]
-    assert partition_sql(["day(kafka_timestamp)", "bucket(16, id)", "name"], cols, "p") == (
-        "days(`kafka_timestamp`), bucket(16, `id`), `name`")
-    with pytest.raises(UsageError, match=r"p: partition_by 'weekly\(x\)'"):
-        partition_sql(["weekly(x)"], cols, "p")
-    with pytest.raises(UsageError, match="names column 'timestamp'"):
-        partition_sql(["day(timestamp)"], cols, "p")
-
-
-def test_start_offsets_parse_inline_or_from_a_file(tmp_path: Path) -> None:
-    assert parse_start_offsets('{"orders": {"0": 12, "1": 3}}') == {"orders": {0: 12, 1: 3}}
-    f = tmp_path / "o.json"
-    f.write_text('{"t": {"2": 5}}')
-    assert parse_start_offsets(str(f)) == {"t": {2: 5}}
-    with pytest.raises(UsageError, match="--start-offsets"):
-        parse_start_offsets('{"orders": [1, 2]}')

@@ -1,0 +1,62 @@
+"""The switch's observe-only waits (pure, with a fake clock): quiet, open transactions, the postpone file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cutover.errors import Refused
+from cutover.switch import waits
+from tests.unit.switch_support import unit_plan
+
+
+class FakeClock(waits.Clock):
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def test_quiet_waits_for_a_still_period_and_refuses_when_writes_go_on() -> None:
+    ends = iter([{("t", 0): (5, 5)}, {("t", 0): (6, 6)}, {("t", 0): (7, 7)}] + [{("t", 0): (7, 7)}] * 100)
+    done = waits.quiet(lambda: next(ends), period=2.0, deadline=30, where="old", clock=FakeClock())
+    assert done["moves"] == 2 and done["quiet_seconds"] == pytest.approx(3.0)
+
+    counter = iter(range(10_000))
+    with pytest.raises(Refused, match=r"writes keep arriving on old after the freeze: .* t/0 from offset"):
+        waits.quiet(lambda: {("t", 0): (n := next(counter), n)}, period=2.0, deadline=5, where="old",
+                    clock=FakeClock())
+
+
+def test_quiet_waits_out_an_open_transaction_then_refuses_naming_it() -> None:
+    """High watermarks that stand still are not enough: a transaction left open holds the last stable
+    offset below them, and what lies behind it is not readable committed, so it would not be mirrored."""
+    resolved = iter([{("t", 0): (20, 12), ("t", 1): (4, 4)}] * 8 + [{("t", 0): (21, 21), ("t", 1): (4, 4)}] * 100)
+    done = waits.quiet(lambda: next(resolved), period=2.0, deadline=30, where="old", clock=FakeClock())
+    assert done["ends"] == {"t/0": 21, "t/1": 4} and done["open_transactions_seen"] == 1
+
+    with pytest.raises(Refused) as refused:
+        waits.quiet(lambda: {("t", 0): (20, 12), ("t", 1): (4, 4)}, period=2.0, deadline=10, where="the old cluster",
+                    clock=FakeClock(), bootstrap="127.0.0.1:9092")
+    text = refused.value.message + (refused.value.fix or "")
+    assert "a transaction is open on the old cluster on t/0: offsets 12..19 are undecided" in text
+    assert "kafka-transactions.sh --bootstrap-server 127.0.0.1:9092 describe-producers --topic t --partition 0" in text
+    assert "abort --topic t --partition 0 --start-offset 12" in text and "t/1" not in text
+
+
+def test_hold_waits_while_the_postpone_file_exists(tmp_path: Path) -> None:
+    plan = unit_plan(tmp_path, switch={"postpone_file": "hold"})
+    (tmp_path / "hold").touch()
+
+    class Removing(FakeClock):
+        def sleep(self, seconds: float) -> None:
+            super().sleep(seconds)
+            if self.t >= 3:
+                (tmp_path / "hold").unlink(missing_ok=True)
+
+    assert waits.hold(plan, Removing())["held_seconds"] == pytest.approx(3.0)
