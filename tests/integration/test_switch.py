@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
 from cutover.drill.context import control_hooks
 from cutover.drill.demo import ORDERS
@@ -294,10 +295,16 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     produce(plan.cluster("old"), topic, [{"value": b"%d" % i, "partition": i % 2} for i in range(20)])
     assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
     writing = threading.Event()
+    late: list[int] = []
 
     def unfrozen_producer() -> None:  # nothing freezes it: the quiet period can never be reached
+        # One producer for the whole stream: a new one per record spends a second or more
+        # starting on a loaded machine, long enough for the old cluster to look quiet.
+        producer = Producer({**plan.cluster("old"), "enable.idempotence": True})
         while not writing.is_set():
-            produce(plan.cluster("old"), topic, [{"value": b"late", "partition": 0}])
+            producer.produce(topic, value=b"late", partition=0)
+            assert producer.flush(30) == 0
+            late.append(1)
             writing.wait(0.05)
 
     (tmp_path / "hold").touch()
@@ -312,6 +319,7 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
         assert second.code == 3 and "another promote or rollback is running for this plan" in second.err
         producer = threading.Thread(target=unfrozen_producer)
         producer.start()
+        wait_for(lambda: len(late) >= 3, 30, "writes to flow on the old cluster")
         (tmp_path / "hold").unlink()
         _out, err = first.communicate(timeout=120)
     finally:
