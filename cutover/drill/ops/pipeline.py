@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -16,13 +17,19 @@ from cutover.verify.results import VerifyResult
 @op("action", "mirror.start", NoArgs, lambda _a: "start cutover mirror in the background (unless it runs); wait "
     "until it is copying")
 def _mirror_start(d: Drill, _a: NoArgs) -> Detail:
-    running = d.running("mirror")
-    if running is not None:
-        return {"pid": running, "already_running": True}
     ready = d.folder / "mirror.ready"
     ready.unlink(missing_ok=True)
-    proc = d.spawn("mirror", "mirror", "--plan", str(d.plan.file), "--ready-file", str(ready))
-    process.wait_ready(proc, ready.exists, d.folder / "mirror.log", 120, "the background mirror")
+    return _start(d, "mirror", ["--ready-file", str(ready)], ready.exists, 120, "the background mirror")
+
+
+def _start(d: Drill, name: Literal["mirror", "shadow"], args: list[str], ready: Callable[[], bool],
+           timeout: float, what: str, every: float = 0.2) -> Detail:
+    """Start `cutover NAME` in the background unless it runs, and wait until `ready()`."""
+    running = d.running(name)
+    if running is not None:
+        return {"pid": running, "already_running": True}
+    proc = d.spawn(name, name, "--plan", str(d.plan.file), *args)
+    process.wait_ready(proc, ready, d.folder / f"{name}.log", timeout, what, every=every)
     return {"pid": proc.pid}
 
 
@@ -89,19 +96,14 @@ def _pair(pair: Any) -> dict[str, Any]:
 def _shadow_start(d: Drill, _a: NoArgs) -> Detail:
     from cutover.lake import tables
 
-    running = d.running("shadow")
-    if running is not None:
-        return {"pid": running, "already_running": True}
-
     def heads() -> list[Any]:
         return [tables.table_offsets(d.plan, p.new).snapshot_id if tables.exists(d.plan, p.new) else None
                 for p in d.plan.spec.tables]
 
-    before = heads()
-    proc = d.spawn("shadow", "shadow", "--plan", str(d.plan.file), "--follow")
-    process.wait_ready(proc, lambda: all(h is not None and h != b for h, b in zip(heads(), before, strict=True)),
-                       d.folder / "shadow.log", 300, "the background shadow job (until its first commit)", every=1.0)
-    return {"pid": proc.pid}
+    before = heads() if d.running("shadow") is None else []
+    return _start(d, "shadow", ["--follow"],
+                  lambda: all(h is not None and h != b for h, b in zip(heads(), before, strict=True)), 300,
+                  "the background shadow job (until its first commit)", every=1.0)
 
 
 @op("action", "shadow.stop", NoArgs, lambda _a: "stop the background shadow job (SIGTERM: it finishes its batch)")
