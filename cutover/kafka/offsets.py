@@ -101,7 +101,7 @@ def log_offsets(ref: ClusterRef, tps: Iterable[TP], which: str = "end",
     if not tps:
         return {}
     admin_client = client or admin(ref)
-    spec = OffsetSpec.earliest() if which == "start" else OffsetSpec.latest()
+    spec = OffsetSpec.earliest() if which == "start" else OffsetSpec.latest()  # type: ignore[no-untyped-call]
     isolation = IsolationLevel.READ_UNCOMMITTED if which == "high" else IsolationLevel.READ_COMMITTED
     done = retrying(ref, admin_client, lambda: admin_client.list_offsets(
         {TopicPartition(t, p): spec for t, p in tps}, isolation_level=isolation,

@@ -20,13 +20,14 @@ from cutover.output import progress
 from cutover.plan import Plan, TablePair, select_pairs
 from cutover.verify import align, quality
 from cutover.verify.canon import Column_, canonical, row_hash, schema_diff
-from cutover.verify.reconcile import Mode, buckets, reconcile
+from cutover.verify.reconcile import buckets, reconcile
 from cutover.verify.results import (
     COUNT_KEYS,
     Counts,
     Gate,
     Lag,
     LastVerify,
+    Mode,
     PartitionResult,
     TableResult,
     VerifyResult,
