@@ -33,7 +33,7 @@ def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Fu
     try:
         v = future.result()
     except CutoverError as exc:
-        return {**base, "reachable": False, "error": exc.message}
+        return {**base, "reachable": False, "error": exc.message, "fix": exc.fix}
     topics = plan.spec.topics.select(list(v.topics))
     return {
         **base,
@@ -62,7 +62,7 @@ def _catalog_report(plan: Plan) -> dict[str, Any]:
                 tables.append({"topic": pair.topic, "role": role, "table": name,
                                "exists": iceberg.table_exists(name)})
     except CutoverError as exc:
-        return {"reachable": False, "configured": True, "name": cat.name, "error": exc.message}
+        return {"reachable": False, "configured": True, "name": cat.name, "error": exc.message, "fix": exc.fix}
     return {"reachable": True, "configured": True, "name": cat.name, "tables": tables}
 
 
@@ -74,6 +74,7 @@ def render(report: dict[str, Any]) -> str:
         c = report[side]
         if not c["reachable"]:
             lines.append(f"{side} cluster {c['bootstrap']}: FAILED: {c['error']}")
+            lines += [f"  fix: {c['fix']}"] if c.get("fix") else []
             continue
         lines.append(f"{side} cluster {c['bootstrap']}: id {c['cluster_id']}, {c['brokers']} broker(s)")
         lines.append(f"  topics selected: {len(c['topics'])} of {c['topics_total']}")
@@ -86,6 +87,7 @@ def render(report: dict[str, Any]) -> str:
         lines.append("catalog: not configured")
     elif not cat["reachable"]:
         lines.append(f"catalog {cat['name']}: FAILED: {cat['error']}")
+        lines += [f"  fix: {cat['fix']}"] if cat.get("fix") else []
     else:
         lines.append(f"catalog {cat['name']}: reachable, {len(cat['tables'])} table(s) named")
         if cat["tables"]:

@@ -39,15 +39,34 @@ def local_group() -> None:
     """Run a local sandbox: two real KRaft Kafka clusters ("old", "new") and an Iceberg catalog."""
 
 
+def _parse_security(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    from cutover.local.broker import SECURITY
+
+    out: dict[str, str] = {}
+    for value in values:
+        side, _, mode = value.partition("=")
+        if side not in ("old", "new") or mode not in SECURITY:
+            raise click.BadParameter(f"{value!r}: expected CLUSTER=MODE with CLUSTER old or new and MODE one of "
+                                     f"{', '.join(SECURITY)} (for example --security old=mtls)")
+        out[side] = mode
+    return out
+
+
 @local_group.command("up")
 @_dir_option
 @output_option
 @click.option("--secure", "secure", multiple=True, type=click.Choice(["old", "new"]),
-              help="Start this cluster with SASL/SCRAM and ACLs (users 'admin' and read-only 'reader'). "
-              "Only when the sandbox is first created.")
-def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...]) -> None:
+              help="Start this cluster with SASL/SCRAM and ACLs (users 'admin' and read-only 'reader'); "
+              "the same as --security CLUSTER=scram. Only when the sandbox is first created.")
+@click.option("--security", "security", multiple=True, metavar="CLUSTER=MODE", callback=_parse_security,
+              help="The client listener of a cluster: plaintext (default), scram (SASL/SCRAM), tls (server "
+              "certificate), sasl_ssl (SCRAM over TLS) or mtls (client certificates, CN = user). Certificates "
+              "come from a CA made for the sandbox (folder tls/). Repeat for each cluster. Only when the "
+              "sandbox is first created.")
+def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str]) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
-    emit(_sandbox(folder).up(set(secure)), fmt, _render_status)
+    chosen = {**{side: "scram" for side in secure}, **security}
+    emit(_sandbox(folder).up(chosen), fmt, _render_status)
 
 
 @local_group.command("fetch")

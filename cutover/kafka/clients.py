@@ -87,6 +87,12 @@ class ClusterRef:
                     fix="check the credentials and ACLs of this principal in the plan",
                 )
         cause = candidates[0].str() if candidates else (str(exc) if exc else "no answer")
+        from cutover.kafka import tls
+
+        found = tls.diagnose(self.properties)
+        if found is not None:
+            what, fix = found
+            return UnreachableError(f"could not reach {self.describe()} while {doing}: {what}", fix=fix)
         return UnreachableError(
             f"could not reach {self.describe()} while {doing}: {cause}",
             fix="check bootstrap.servers and that the brokers are up and reachable from here",
@@ -101,5 +107,8 @@ def admin(ref: ClusterRef) -> AdminClient:
 
 
 def _bad_property(ref: ClusterRef, exc: KafkaException) -> UsageError:
+    from cutover.kafka import tls
+
+    tls.check_files(ref.name, ref.properties)  # a TLS file that cannot be used, named with its path
     return UsageError(f"clusters.{ref.name}: the client properties are not accepted: {exc.args[0]}",
                       fix="fix or remove the property in the plan (see librdkafka's CONFIGURATION.md)")

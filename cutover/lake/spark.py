@@ -22,6 +22,9 @@ from cutover.plan import Plan
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+#: Option names whose values hold secrets or key material (the Kafka source's JAAS line,
+#: PEM key store and passwords): Spark redacts them wherever it prints a plan or options.
+REDACTED_OPTIONS = r"(?i)url|jaas|password|ssl\.keystore\.(key|certificate)|ssl\.truststore\.certificates"
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 
@@ -59,6 +62,7 @@ def session_conf(plan: Plan, app_name: str) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": "2g",
+        "spark.sql.redaction.options.regex": REDACTED_OPTIONS,
     }
     conf.update(catalog_mod.spark_conf(cat))
     conf.update(plan.spec.spark.conf)

@@ -16,6 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from cutover import jvm
 from cutover.errors import SandboxError
@@ -30,6 +31,24 @@ class PortInUse(SandboxError):
     """The broker could not bind one of its ports (someone took it after we chose it)."""
 
 
+Security = Literal["plaintext", "scram", "tls", "sasl_ssl", "mtls"]
+SECURITY: tuple[Security, ...] = ("plaintext", "scram", "tls", "sasl_ssl", "mtls")
+#: The client listener's protocol for each sandbox security choice.
+PROTOCOL: dict[Security, str] = {"plaintext": "PLAINTEXT", "scram": "SASL_PLAINTEXT", "tls": "SSL",
+                                 "sasl_ssl": "SASL_SSL", "mtls": "SSL"}
+
+
+def describe(security: Security) -> str:
+    """What `local status` says of a listener."""
+    return {"plaintext": "PLAINTEXT", "scram": "SASL_PLAINTEXT/SCRAM-SHA-256", "tls": "SSL (server certificate)",
+            "sasl_ssl": "SASL_SSL/SCRAM-SHA-256", "mtls": "SSL (client certificates required)"}[security]
+
+
+def authenticates(security: Security) -> bool:
+    """Whether clients prove who they are (users, ACLs enforced): SCRAM or a client certificate."""
+    return security in ("scram", "sasl_ssl", "mtls")
+
+
 @dataclass(frozen=True)
 class BrokerSpec:
     name: str
@@ -37,8 +56,14 @@ class BrokerSpec:
     port: int
     controller_port: int
     cluster_id: str
-    #: SASL/SCRAM on the client listener and ACLs enforced (StandardAuthorizer).
-    secure: bool = False
+    security: Security = "plaintext"
+    #: The sandbox's TLS folder (CA, certificates, key stores) when the listener uses TLS.
+    tls: Path | None = None
+
+    @property
+    def secure(self) -> bool:
+        """Clients authenticate and ACLs are enforced (StandardAuthorizer)."""
+        return authenticates(self.security)
 
     @property
     def bootstrap(self) -> str:
@@ -65,8 +90,8 @@ def new_cluster_id() -> str:
             return text
 
 
-def render_config(spec: BrokerSpec, admin_password: str | None) -> str:
-    client = "SASL_PLAINTEXT" if spec.secure else "PLAINTEXT"
+def render_config(spec: BrokerSpec, admin_password: str | None, store_password: str | None = None) -> str:
+    client = PROTOCOL[spec.security]
     lines = [
         "process.roles=broker,controller",
         "node.id=1",
@@ -89,18 +114,41 @@ def render_config(spec: BrokerSpec, admin_password: str | None) -> str:
         "group.initial.rebalance.delay.ms=0",
         "log.cleaner.backoff.ms=1000",
     ]
-    if spec.secure:
+    super_users = [f"User:{ADMIN_USER}", "User:ANONYMOUS"]
+    if spec.security in ("scram", "sasl_ssl"):
         assert admin_password is not None
         lines += [
             "sasl.enabled.mechanisms=SCRAM-SHA-256",
             "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256",
-            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config="
+            f"listener.name.{client.lower()}.scram-sha-256.sasl.jaas.config="
             "org.apache.kafka.common.security.scram.ScramLoginModule required "
             f'username="{ADMIN_USER}" password="{admin_password}";',
+        ]
+    if spec.security in ("tls", "sasl_ssl", "mtls"):
+        from cutover.local import certs
+
+        assert spec.tls is not None and store_password is not None
+        server = certs.Identity(spec.tls, f"{spec.name}-broker")
+        lines += [
+            f"ssl.keystore.location={server.p12}",
+            "ssl.keystore.type=PKCS12",
+            f"ssl.keystore.password={store_password}",
+            f"ssl.key.password={store_password}",
+            f"ssl.truststore.location={certs.ca_file(spec.tls)}",
+            "ssl.truststore.type=PEM",
+            "ssl.endpoint.identification.algorithm=https",
+        ]
+    if spec.security == "mtls":
+        # The principal is the certificate's CN (User:admin, User:reader), so ACLs read as
+        # they do with SCRAM; the broker talks to itself with its own certificate.
+        lines += ["ssl.client.auth=required", "ssl.principal.mapping.rules=RULE:^CN=([^,]+)$/$1/,DEFAULT"]
+        super_users.append(f"User:{spec.name}-broker")
+    if spec.secure:
+        lines += [
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             # ANONYMOUS only ever arrives on the loopback CONTROLLER listener (the node
             # talking to its own controller); client listeners all authenticate.
-            f"super.users=User:{ADMIN_USER};User:ANONYMOUS",
+            f"super.users={';'.join(super_users)}",
             "allow.everyone.if.no.acl.found=false",
         ]
     return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ import os
 import secrets as pysecrets
 import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,8 +43,17 @@ class ClusterState:
     port: int
     controller_port: int
     cluster_id: str
-    secure: bool = False
+    secure: bool = False  # state files before `security` existed: True meant SCRAM
     pid: int | None = None
+    security: broker.Security | None = None
+
+    @property
+    def mode(self) -> broker.Security:
+        return self.security or ("scram" if self.secure else "plaintext")
+
+    @property
+    def tls(self) -> bool:
+        return broker.PROTOCOL[self.mode].endswith("SSL")
 
 
 @dataclass
@@ -84,8 +93,14 @@ class Sandbox:
     def warehouse(self) -> Path:
         return self.dir / "warehouse"
 
+    @property
+    def tls_dir(self) -> Path:
+        """The sandbox's CA, certificates and key stores (made when a cluster uses TLS)."""
+        return self.dir / "tls"
+
     def spec(self, side: ClusterSide, st: ClusterState) -> broker.BrokerSpec:
-        return broker.BrokerSpec(side, self.dir / side, st.port, st.controller_port, st.cluster_id, st.secure)
+        return broker.BrokerSpec(side, self.dir / side, st.port, st.controller_port, st.cluster_id, st.mode,
+                                 self.tls_dir if st.tls else None)
 
     def exists(self) -> bool:
         return self.state_file.is_file()
@@ -123,16 +138,21 @@ class Sandbox:
         return read_env_file(self.secrets_file)
 
     # ----- lifecycle
-    def up(self, secure: set[ClusterSide] | None = None) -> dict[str, Any]:
-        """Create (first time) and start whatever is not running. Idempotent."""
-        secure = secure or set()
+    def up(self, security: Mapping[ClusterSide, broker.Security] | None = None) -> dict[str, Any]:
+        """Create (first time) and start whatever is not running. Idempotent.
+
+        `security` chooses each cluster's client listener (default plaintext) when the
+        sandbox is created; an existing sandbox keeps its own and refuses a different one.
+        """
+        security = dict(security or {})
         jvm.java()  # before anything is written: a missing JVM leaves no trace
         jvm.resolve(jvm.KAFKA_BROKER)
         with self._locked():
-            state = self._load() if self.exists() else self._create(secure)
-            for side in SIDES:
-                if secure and state.clusters[side].secure != (side in secure):
-                    raise UsageError(f"the sandbox in {self.dir} already exists with different security settings",
+            state = self._load() if self.exists() else self._create(security)
+            for side, mode in security.items():
+                if state.clusters[side].mode != mode:
+                    raise UsageError(f"the sandbox in {self.dir} already exists with different security settings "
+                                     f"({side}: {state.clusters[side].mode})",
                                      fix="cutover local down --purge, then up with the options you want")
             for side in SIDES:
                 self._ensure_running(state, side)
@@ -140,25 +160,43 @@ class Sandbox:
             self._write_plan(state)
             return self._describe(state)
 
-    def _create(self, secure: set[ClusterSide]) -> State:
+    def _create(self, security: Mapping[ClusterSide, broker.Security]) -> State:
         progress(f"creating sandbox in {self.dir}")
         state = State()
         secrets_env: dict[str, str] = {}
         for side in SIDES:
+            mode = security.get(side, "plaintext")
             st = ClusterState(port=free_port(), controller_port=free_port(), cluster_id=broker.new_cluster_id(),
-                              secure=side in secure)
+                              secure=mode == "scram", security=mode)
             state.clusters[side] = st
-            if st.secure:
+            if mode in ("scram", "sasl_ssl"):
                 for user in (broker.ADMIN_USER, broker.READER_USER):
                     secrets_env[_password_var(side, user)] = pysecrets.token_urlsafe(18)
+        if any(st.tls for st in state.clusters.values()):
+            secrets_env[STORE_PASSWORD_VAR] = pysecrets.token_urlsafe(18)
         self._write_secrets(secrets_env)
+        if STORE_PASSWORD_VAR in secrets_env:
+            self._make_certificates(state, secrets_env[STORE_PASSWORD_VAR])
         for side in SIDES:
             self._format(state, side)
         self._save(state)
         return state
 
+    def _make_certificates(self, state: State, store_password: str) -> None:
+        """The CA, each TLS cluster's server certificate and (mTLS) each user's client certificate."""
+        from cutover.local import certs
+
+        progress(f"making the sandbox's CA and certificates in {self.tls_dir}")
+        certs.ensure_ca(self.tls_dir, store_password)
+        for side, st in state.clusters.items():
+            if st.tls:
+                certs.issue(self.tls_dir, f"{side}-broker", f"{side}-broker", store_password, server=True)
+            if st.mode == "mtls":
+                for user in (broker.ADMIN_USER, broker.READER_USER):
+                    certs.issue(self.tls_dir, f"{side}-{user}", user, store_password, server=False)
+
     def _write_secrets(self, values: dict[str, str]) -> None:
-        body = "# Generated by cutover local up: passwords of the sandbox's SCRAM users.\n"
+        body = "# Generated by cutover local up: passwords of the sandbox's SCRAM users and key stores.\n"
         body += "".join(f"{k}={v}\n" for k, v in sorted(values.items()))
         fd = os.open(self.secrets_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -172,8 +210,9 @@ class Sandbox:
         spec.folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(broker.render_config(spec, admin_pw))
-        users = {u: pw[_password_var(side, u)] for u in (broker.ADMIN_USER, broker.READER_USER)} if st.secure else {}
+            f.write(broker.render_config(spec, admin_pw, pw.get(STORE_PASSWORD_VAR)))
+        users = ({u: pw[_password_var(side, u)] for u in (broker.ADMIN_USER, broker.READER_USER)}
+                 if st.mode in ("scram", "sasl_ssl") else {})
         if not spec.data_dir.exists():
             broker.format_storage(spec, users)
 
@@ -181,7 +220,7 @@ class Sandbox:
         st = state.clusters[side]
         if not broker.running(self.spec(side, st), st.pid):
             self._start(state, side)
-        if st.secure:
+        if broker.authenticates(st.mode):
             self._grant_reader(side, st)
 
     def _start(self, state: State, side: ClusterSide) -> None:
@@ -230,12 +269,20 @@ class Sandbox:
     def client_properties(self, side: ClusterSide, st: ClusterState, user: str = broker.ADMIN_USER,
                           reveal: bool = True) -> dict[str, str]:
         """Client properties for a sandbox cluster; the password as ${VAR} unless reveal."""
+        from cutover.local import certs
+
         props = {"bootstrap.servers": f"127.0.0.1:{st.port}"}
-        if st.secure:
+        if st.mode != "plaintext":
+            props["security.protocol"] = broker.PROTOCOL[st.mode]
+        if st.mode in ("scram", "sasl_ssl"):
             var = _password_var(side, user)
-            props.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
-                          "sasl.username": user,
+            props.update({"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user,
                           "sasl.password": self._secrets()[var] if reveal else f"${{{var}}}"})
+        if st.tls:
+            props["ssl.ca.location"] = str(certs.ca_file(self.tls_dir))
+        if st.mode == "mtls":
+            ident = certs.Identity(self.tls_dir, f"{side}-{user}")
+            props.update({"ssl.certificate.location": str(ident.cert), "ssl.key.location": str(ident.key)})
         return props
 
     def _init_catalog(self) -> None:
@@ -350,13 +397,16 @@ class Sandbox:
                 "running": alive,
                 "pid": st.pid if alive else None,
                 "cluster_id": st.cluster_id,
-                "security": "SASL_PLAINTEXT/SCRAM-SHA-256" if st.secure else "PLAINTEXT",
-                "users": [broker.ADMIN_USER, broker.READER_USER] if st.secure else [],
+                "security": broker.describe(st.mode),
+                "users": [broker.ADMIN_USER, broker.READER_USER] if broker.authenticates(st.mode) else [],
                 "log": str(spec.log_file),
             }
         cat = self.catalog_spec()
         out["catalog"] = {"name": cat.name, "type": "sql", "uri": cat.uri, "warehouse": cat.warehouse}
         return out
+
+
+STORE_PASSWORD_VAR = "CUTOVER_SANDBOX_TLS_STORE_PASSWORD"
 
 
 def _password_var(side: str, user: str) -> str:

@@ -34,7 +34,7 @@ from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair, select_pairs
 from cutover.shadow import ddl
 from cutover.shadow.decode import DECODERS, Payload
-from cutover.shadow.source import reader_options
+from cutover.shadow.source import java_properties, reader_options
 from cutover.shadow.writer import TableWriter, payload_of
 
 if TYPE_CHECKING:
@@ -118,6 +118,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> ShadowSummary:
     ref = ClusterRef.of(plan, opts.cluster)
     cluster_id = inspect.cluster_id(ref, opts.timeout)
     partitions = _partitions(ref, [p.topic for p in pairs], opts.timeout)
+    java_properties(ref.name, ref.properties)  # TLS files and SASL named now, not in an executor's log
     from cutover.lake import spark as spark_mod
 
     progress(f"starting Spark ({plan.spec.spark.master}) for {len(pairs)} table(s) from the {opts.cluster} cluster")

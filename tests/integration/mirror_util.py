@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, Producer, TopicPartition
 
-from cutover.plan import derive
+from cutover.plan import Plan, derive
 from tests.integration.kafka_util import Rec, rec
 
 BIG = 1_500_000  # bytes: above the 1 MB client and broker defaults
@@ -134,3 +134,26 @@ def commit(props: Mapping[str, str], group: str, offsets: Mapping[tuple[str, int
         consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     finally:
         consumer.close()
+
+
+def mirror_a_topic_and_a_group(admin: Plan, mirror_plan: Path, ns: str, topic: str) -> list[str]:
+    """Produce 40 records (with headers) and a group on the old cluster, mirror until caught
+    up, and check every record field by field and the group's exact position on the new
+    cluster; returns the commands' outputs (for leak checks)."""
+    from tests.conftest import cutover
+    from tests.integration.kafka_util import create_topic, produce, read_all
+
+    old, new = admin.cluster("old"), admin.cluster("new")
+    create_topic(old, topic, partitions=2)
+    produce(old, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2,
+                          "headers": [("h", b"%d" % i)]} for i in range(40)])
+    commit(old, f"{ns}.app", {(topic, 0): 7, (topic, 1): 12})
+    run = cutover("mirror", "--plan", str(mirror_plan), "--until-caught-up", "-o", "json")
+    assert run.code == 0, run.err
+    assert content(read_all(new, topic, 2)) == content(read_all(old, topic, 2))
+    for p in (0, 1):
+        on_old, on_new = first_record(old, f"{ns}.app", topic, p), first_record(new, f"{ns}.app", topic, p)
+        assert on_old and on_new and content([on_old]) == content([on_new])
+    status = cutover("mirror", "status", "--plan", str(mirror_plan), "-o", "json")
+    assert status.code == 0 and status.json()["lag"] == 0
+    return [run.out, run.err, status.out, status.err]

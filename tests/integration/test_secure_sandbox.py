@@ -87,22 +87,10 @@ def test_wrong_password_is_named_and_never_printed(secure: Sandbox, tmp_path: Pa
 
 def test_mirror_reads_the_old_cluster_with_read_and_describe_rights_only(secure: Sandbox, tmp_path: Path,
                                                                           ns: str) -> None:
-    from tests.integration.mirror_util import commit, content, first_record, scoped_plan
+    from tests.integration.mirror_util import mirror_a_topic_and_a_group, scoped_plan
 
-    admin_plan = load_plan(secure.plan_file)
-    old, new, topic = admin_plan.cluster("old"), admin_plan.cluster("new"), f"{ns}.secured"
-    create_topic(old, topic, partitions=2)
-    produce(old, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2} for i in range(40)])
-    commit(old, f"{ns}.app", {(topic, 0): 7, (topic, 1): 12})
-    scoped = scoped_plan(reader_plan(secure, tmp_path), ns, tmp_path)
-    run = cutover("mirror", "--plan", str(scoped), "--until-caught-up", "-o", "json")
-    assert run.code == 0, run.err
-    assert content(read_all(new, topic, 2)) == content(read_all(old, topic, 2))
-    for p in (0, 1):
-        on_old, on_new = first_record(old, f"{ns}.app", topic, p), first_record(new, f"{ns}.app", topic, p)
-        assert on_old and on_new and content([on_old]) == content([on_new])
-    status = cutover("mirror", "status", "--plan", str(scoped), "-o", "json")
-    assert status.code == 0 and status.json()["lag"] == 0
+    outputs = mirror_a_topic_and_a_group(load_plan(secure.plan_file), scoped_plan(reader_plan(secure, tmp_path), ns,
+                                                                                 tmp_path), ns, f"{ns}.secured")
     passwords = [line.split("=", 1)[1] for line in secure.secrets_file.read_text().splitlines() if "=" in line]
-    for out in (run.out, run.err, status.out, status.err):
+    for out in outputs:
         assert not any(p in out for p in passwords)
