@@ -37,9 +37,19 @@ class JarSet:
         return f"{self.name}-{digest}"
 
 
-#: The broker: Kafka's server jars. Kafka 4 publishes no SLF4J binding; slf4j-simple
-#: matches the slf4j-api 1.7 it depends on, and logs to stderr (the broker log file).
-KAFKA_BROKER = JarSet("kafka-broker", (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}", "org.slf4j:slf4j-simple:1.7.36"))
+#: Kafka releases the sandbox can run (KRaft with a standalone controller, KIP-853): the
+#: default, and the older release an old cluster often still runs.
+KAFKA_VERSIONS = (KAFKA_VERSION, "3.9.1")
+
+
+def kafka_broker(version: str = KAFKA_VERSION) -> JarSet:
+    """The broker of one Kafka release: its server jars. Kafka publishes no SLF4J binding;
+    slf4j-simple matches the slf4j-api 1.7 it depends on, and logs to stderr (the broker log)."""
+    name = "kafka-broker" if version == KAFKA_VERSION else f"kafka-broker-{version}"
+    return JarSet(name, (f"org.apache.kafka:kafka_2.13:{version}", "org.slf4j:slf4j-simple:1.7.36"))
+
+
+KAFKA_BROKER = kafka_broker()
 
 #: Spark extras: Iceberg runtime, the Kafka source, and the JDBC driver of the SQL catalog.
 #: spark-token-provider-kafka is pinned to 4.0.0: Maven Central serves no 4.0.1+ of it

@@ -28,7 +28,7 @@ def _render_status(s: dict[str, Any]) -> str:
     for side in ("old", "new"):
         c = s[side]
         state = f"running (pid {c['pid']})" if c["running"] else "stopped"
-        lines.append(f"  {side:4} {c['bootstrap']:22} {state:20} {c['security']}")
+        lines.append(f"  {side:4} {c['bootstrap']:22} {state:20} Kafka {c['kafka_version']:6} {c['security']}")
     lines.append(f"  catalog {s['catalog']['name']}: {s['catalog']['uri']}")
     lines.append(f"  plan    {s['plan']}")
     return "\n".join(lines)
@@ -52,6 +52,19 @@ def _parse_security(_ctx: click.Context, _param: click.Parameter, values: tuple[
     return out
 
 
+def _parse_version(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    from cutover.jvm import KAFKA_VERSIONS
+
+    out: dict[str, str] = {}
+    for value in values:
+        side, _, version = value.partition("=")
+        if side not in ("old", "new") or version not in KAFKA_VERSIONS:
+            raise click.BadParameter(f"{value!r}: expected CLUSTER=VERSION with CLUSTER old or new and VERSION one "
+                                     f"of {', '.join(KAFKA_VERSIONS)} (for example --kafka-version old=3.9.1)")
+        out[side] = version
+    return out
+
+
 @local_group.command("up")
 @_dir_option
 @output_option
@@ -63,10 +76,14 @@ def _parse_security(_ctx: click.Context, _param: click.Parameter, values: tuple[
               "certificate), sasl_ssl (SCRAM over TLS) or mtls (client certificates, CN = user). Certificates "
               "come from a CA made for the sandbox (folder tls/). Repeat for each cluster. Only when the "
               "sandbox is first created.")
-def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str]) -> None:
+@click.option("--kafka-version", "versions", multiple=True, metavar="CLUSTER=VERSION", callback=_parse_version,
+              help="The Kafka release a cluster runs: 4.1.1 (default) or 3.9.1, resolved from Maven Central "
+              "(for example --kafka-version old=3.9.1). Only when the sandbox is first created.")
+def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str],
+           versions: dict[str, str]) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
     chosen = {**{side: "scram" for side in secure}, **security}
-    emit(_sandbox(folder).up(chosen), fmt, _render_status)
+    emit(_sandbox(folder).up(chosen, versions), fmt, _render_status)
 
 
 @local_group.command("fetch")

@@ -59,6 +59,8 @@ class BrokerSpec:
     security: Security = "plaintext"
     #: The sandbox's TLS folder (CA, certificates, key stores) when the listener uses TLS.
     tls: Path | None = None
+    #: The Kafka release the broker runs (jvm.KAFKA_VERSIONS).
+    version: str = jvm.KAFKA_VERSION
 
     @property
     def secure(self) -> bool:
@@ -154,20 +156,20 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
     return "\n".join(lines) + "\n"
 
 
-def _classpath() -> str:
-    return os.pathsep.join(str(j) for j in jvm.resolve(jvm.KAFKA_BROKER))
+def _classpath(version: str) -> str:
+    return os.pathsep.join(str(j) for j in jvm.resolve(jvm.kafka_broker(version)))
 
 
-def _jvm_cmd(main: str, *args: str) -> list[str]:
+def _jvm_cmd(spec: BrokerSpec, main: str, *args: str) -> list[str]:
     return [jvm.java(), "-Xms128m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
-            "-cp", _classpath(), main, *args]
+            "-cp", _classpath(spec.version), main, *args]
 
 
 def format_storage(spec: BrokerSpec, scram_users: dict[str, str]) -> None:
     """Write the config and format the log folder (once; KRaft needs it before first start)."""
     spec.folder.mkdir(parents=True, exist_ok=True)
-    cmd = _jvm_cmd("kafka.tools.StorageTool", "format", "-t", spec.cluster_id,
+    cmd = _jvm_cmd(spec, "kafka.tools.StorageTool", "format", "-t", spec.cluster_id,
                    "-c", str(spec.config_file), "--standalone")
     for user, password in scram_users.items():
         cmd += ["--add-scram", f"SCRAM-SHA-256=[name={user},password={password}]"]
@@ -184,8 +186,9 @@ def start(spec: BrokerSpec) -> int:
         log.write(f"\n===== cutover: starting broker {spec.name} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
         log.flush()
         offset = log.tell()  # readiness is read from this run's lines only
-        proc = subprocess.Popen(_jvm_cmd("kafka.Kafka", str(spec.config_file)), stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=spec.folder)
+        proc = subprocess.Popen(_jvm_cmd(spec, "kafka.Kafka", str(spec.config_file)), stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                cwd=spec.folder)
     try:
         return _wait_ready(spec, proc, offset)
     except BaseException:

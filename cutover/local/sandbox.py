@@ -46,6 +46,11 @@ class ClusterState:
     secure: bool = False  # state files before `security` existed: True meant SCRAM
     pid: int | None = None
     security: broker.Security | None = None
+    kafka_version: str | None = None  # None: state written before versions could be chosen
+
+    @property
+    def version(self) -> str:
+        return self.kafka_version or jvm.KAFKA_VERSION
 
     @property
     def mode(self) -> broker.Security:
@@ -100,7 +105,7 @@ class Sandbox:
 
     def spec(self, side: ClusterSide, st: ClusterState) -> broker.BrokerSpec:
         return broker.BrokerSpec(side, self.dir / side, st.port, st.controller_port, st.cluster_id, st.mode,
-                                 self.tls_dir if st.tls else None)
+                                 self.tls_dir if st.tls else None, st.version)
 
     def exists(self) -> bool:
         return self.state_file.is_file()
@@ -138,36 +143,48 @@ class Sandbox:
         return read_env_file(self.secrets_file)
 
     # ----- lifecycle
-    def up(self, security: Mapping[ClusterSide, broker.Security] | None = None) -> dict[str, Any]:
+    def up(self, security: Mapping[ClusterSide, broker.Security] | None = None,
+           versions: Mapping[ClusterSide, str] | None = None) -> dict[str, Any]:
         """Create (first time) and start whatever is not running. Idempotent.
 
-        `security` chooses each cluster's client listener (default plaintext) when the
-        sandbox is created; an existing sandbox keeps its own and refuses a different one.
+        `security` chooses each cluster's client listener (default plaintext) and `versions`
+        its Kafka release (default jvm.KAFKA_VERSION) when the sandbox is created; an
+        existing sandbox keeps its own and refuses different ones.
         """
-        security = dict(security or {})
+        security, versions = dict(security or {}), dict(versions or {})
+        for side, version in versions.items():
+            if version not in jvm.KAFKA_VERSIONS:
+                raise UsageError(f"Kafka {version} for the {side} cluster: the sandbox runs "
+                                 f"{' or '.join(jvm.KAFKA_VERSIONS)}",
+                                 fix=f"use --kafka-version {side}={jvm.KAFKA_VERSIONS[-1]} (or leave it out)")
         jvm.java()  # before anything is written: a missing JVM leaves no trace
-        jvm.resolve(jvm.KAFKA_BROKER)
+        for version in {jvm.KAFKA_VERSION, *versions.values()}:
+            jvm.resolve(jvm.kafka_broker(version))
         with self._locked():
-            state = self._load() if self.exists() else self._create(security)
-            for side, mode in security.items():
-                if state.clusters[side].mode != mode:
-                    raise UsageError(f"the sandbox in {self.dir} already exists with different security settings "
-                                     f"({side}: {state.clusters[side].mode})",
+            state = self._load() if self.exists() else self._create(security, versions)
+            for side in SIDES:
+                st = state.clusters[side]
+                if security.get(side, st.mode) != st.mode or versions.get(side, st.version) != st.version:
+                    raise UsageError(f"the sandbox in {self.dir} already exists with different settings "
+                                     f"({side}: {st.mode}, Kafka {st.version})",
                                      fix="cutover local down --purge, then up with the options you want")
+            for side in SIDES:  # a sandbox made with another release than the default
+                jvm.resolve(jvm.kafka_broker(state.clusters[side].version))
             for side in SIDES:
                 self._ensure_running(state, side)
             self._init_catalog()
             self._write_plan(state)
             return self._describe(state)
 
-    def _create(self, security: Mapping[ClusterSide, broker.Security]) -> State:
+    def _create(self, security: Mapping[ClusterSide, broker.Security], versions: Mapping[ClusterSide, str]) -> State:
         progress(f"creating sandbox in {self.dir}")
         state = State()
         secrets_env: dict[str, str] = {}
         for side in SIDES:
             mode = security.get(side, "plaintext")
             st = ClusterState(port=free_port(), controller_port=free_port(), cluster_id=broker.new_cluster_id(),
-                              secure=mode == "scram", security=mode)
+                              secure=mode == "scram", security=mode,
+                              kafka_version=versions.get(side, jvm.KAFKA_VERSION))
             state.clusters[side] = st
             if mode in ("scram", "sasl_ssl"):
                 for user in (broker.ADMIN_USER, broker.READER_USER):
@@ -398,6 +415,7 @@ class Sandbox:
                 "pid": st.pid if alive else None,
                 "cluster_id": st.cluster_id,
                 "security": broker.describe(st.mode),
+                "kafka_version": st.version,
                 "users": [broker.ADMIN_USER, broker.READER_USER] if broker.authenticates(st.mode) else [],
                 "log": str(spec.log_file),
             }

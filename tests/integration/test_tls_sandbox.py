@@ -1,5 +1,6 @@
-"""Clusters on TLS: the old one on SASL_SSL (SCRAM over TLS), the new one on mTLS (client
-certificates, principal = the certificate's CN, ACLs enforced). Certificates come from a CA
+"""Clusters on TLS and on two Kafka releases: the old one on Kafka 3.9.1 with SASL_SSL (SCRAM
+over TLS), the new one on Kafka 4.1.1 with mTLS (client certificates, principal = the
+certificate's CN, ACLs enforced). Certificates come from a CA
 the sandbox makes at `up`. The mirror, plan check, status and the shadow's Spark Kafka source
 all go through them; no key material or password reaches an output."""
 
@@ -24,8 +25,8 @@ from tests.integration.shadow_util import as_rec, produce_txn, rows
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     box = Sandbox(tmp_path_factory.mktemp("tls"))
-    run = cutover("local", "up", "--security", "old=sasl_ssl", "--security", "new=mtls", "--dir", str(box.dir),
-                  timeout=240)
+    run = cutover("local", "up", "--security", "old=sasl_ssl", "--security", "new=mtls",
+                  "--kafka-version", "old=3.9.1", "--dir", str(box.dir), timeout=300)
     assert run.code == 0, run.err
     yield box
     box.down()
@@ -64,11 +65,18 @@ def test_certificates_keys_and_status(tls: Sandbox) -> None:
     assert status.json()["old"]["security"] == "SASL_SSL/SCRAM-SHA-256"
     assert status.json()["new"]["security"] == "SSL (client certificates required)"
     assert status.json()["new"]["users"] == ["admin", "reader"]
+    assert (status.json()["old"]["kafka_version"], status.json()["new"]["kafka_version"]) == ("3.9.1", "4.1.1")
+    assert "Kafka version: 3.9.1" in (tls.dir / "old" / "broker.log").read_text()
+    assert "Kafka version: 4.1.1" in (tls.dir / "new" / "broker.log").read_text()
     check = cutover("plan", "check", "--plan", str(tls.plan_file), "-o", "json")
     assert check.code == 0, check.err
     assert not _leaks(tls, status.out, status.err, check.out, check.err)
     again = cutover("local", "up", "--security", "new=tls", "--dir", str(tls.dir))
-    assert again.code == 2 and "already exists with different security settings (new: mtls)" in again.err
+    assert again.code == 2 and "already exists with different settings (new: mtls, Kafka 4.1.1)" in again.err
+    newer = cutover("local", "up", "--kafka-version", "old=4.1.1", "--dir", str(tls.dir))
+    assert newer.code == 2 and "(old: sasl_ssl, Kafka 3.9.1)" in newer.err
+    unknown = cutover("local", "up", "--kafka-version", "old=2.8.0", "--dir", str(tls.dir))
+    assert unknown.code == 2 and "'old=2.8.0'" in unknown.err and "3.9.1" in unknown.err
 
 
 def test_a_client_certificate_is_the_principal_acls_apply(tls: Sandbox, ns: str) -> None:
