@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cutover.cli.options import output_option
+from cutover.jvm import KAFKA_VERSIONS
+from cutover.local.broker import SECURITY
 from cutover.output import Format, emit
 
 _dir_option = click.option(
@@ -39,30 +42,20 @@ def local_group() -> None:
     """Run a local sandbox: two real KRaft Kafka clusters ("old", "new") and an Iceberg catalog."""
 
 
-def _parse_security(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
-    from cutover.local.broker import SECURITY
+def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[..., dict[str, str]]:
+    """A click callback for a repeatable CLUSTER=VALUE option, VALUE one of `choices`."""
 
-    out: dict[str, str] = {}
-    for value in values:
-        side, _, mode = value.partition("=")
-        if side not in ("old", "new") or mode not in SECURITY:
-            raise click.BadParameter(f"{value!r}: expected CLUSTER=MODE with CLUSTER old or new and MODE one of "
-                                     f"{', '.join(SECURITY)} (for example --security old=mtls)")
-        out[side] = mode
-    return out
+    def parse(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for value in values:
+            side, _, chosen = value.partition("=")
+            if side not in ("old", "new") or chosen not in choices:
+                raise click.BadParameter(f"{value!r}: expected CLUSTER={what} with CLUSTER old or new and {what} "
+                                         f"one of {', '.join(choices)} (for example {example})")
+            out[side] = chosen
+        return out
 
-
-def _parse_version(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
-    from cutover.jvm import KAFKA_VERSIONS
-
-    out: dict[str, str] = {}
-    for value in values:
-        side, _, version = value.partition("=")
-        if side not in ("old", "new") or version not in KAFKA_VERSIONS:
-            raise click.BadParameter(f"{value!r}: expected CLUSTER=VERSION with CLUSTER old or new and VERSION one "
-                                     f"of {', '.join(KAFKA_VERSIONS)} (for example --kafka-version old=3.9.1)")
-        out[side] = version
-    return out
+    return parse
 
 
 @local_group.command("up")
@@ -71,12 +64,14 @@ def _parse_version(_ctx: click.Context, _param: click.Parameter, values: tuple[s
 @click.option("--secure", "secure", multiple=True, type=click.Choice(["old", "new"]),
               help="Start this cluster with SASL/SCRAM and ACLs (users 'admin' and read-only 'reader'); "
               "the same as --security CLUSTER=scram. Only when the sandbox is first created.")
-@click.option("--security", "security", multiple=True, metavar="CLUSTER=MODE", callback=_parse_security,
+@click.option("--security", "security", multiple=True, metavar="CLUSTER=MODE",
+              callback=_per_cluster("MODE", SECURITY, "--security old=mtls"),
               help="The client listener of a cluster: plaintext (default), scram (SASL/SCRAM), tls (server "
               "certificate), sasl_ssl (SCRAM over TLS) or mtls (client certificates, CN = user). Certificates "
               "come from a CA made for the sandbox (folder tls/). Repeat for each cluster. Only when the "
               "sandbox is first created.")
-@click.option("--kafka-version", "versions", multiple=True, metavar="CLUSTER=VERSION", callback=_parse_version,
+@click.option("--kafka-version", "versions", multiple=True, metavar="CLUSTER=VERSION",
+              callback=_per_cluster("VERSION", KAFKA_VERSIONS, "--kafka-version old=3.9.1"),
               help="The Kafka release a cluster runs: 4.1.1 (default) or 3.9.1, resolved from Maven Central "
               "(for example --kafka-version old=3.9.1). Only when the sandbox is first created.")
 def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str],
