@@ -18,6 +18,8 @@ _dir_option = click.option(
     help="Sandbox folder. Env: CUTOVER_SANDBOX; default ~/.cutover/sandbox.",
 )
 _side = click.argument("cluster", type=click.Choice(["old", "new"]))
+_broker_option = click.option("--broker", "node", type=click.IntRange(1), default=None,
+                              help="Only this broker (1-based) of a multi-broker cluster.")
 
 
 def _sandbox(folder: Path | None) -> Any:
@@ -30,8 +32,16 @@ def _render_status(s: dict[str, Any]) -> str:
     lines = [f"sandbox {s['dir']}"]
     for side in ("old", "new"):
         c = s[side]
-        state = f"running (pid {c['pid']})" if c["running"] else "stopped"
-        lines.append(f"  {side:4} {c['bootstrap']:22} {state:20} Kafka {c['kafka_version']:6} {c['security']}")
+        brokers = c["brokers"]
+        if len(brokers) == 1:
+            state = f"running (pid {c['pid']})" if c["running"] else "stopped"
+            lines.append(f"  {side:4} {c['bootstrap']:22} {state:20} Kafka {c['kafka_version']:6} {c['security']}")
+            continue
+        up = sum(b["running"] for b in brokers)
+        lines.append(f"  {side:4} {len(brokers)} brokers, {up} running, Kafka {c['kafka_version']}, {c['security']}")
+        for b in brokers:
+            state = f"running (pid {b['pid']})" if b["running"] else "stopped"
+            lines.append(f"       broker {b['broker']} {b['bootstrap']:22} {state}")
     lines.append(f"  catalog {s['catalog']['name']}: {s['catalog']['uri']}")
     lines.append(f"  plan    {s['plan']}")
     return "\n".join(lines)
@@ -74,11 +84,15 @@ def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[
               callback=_per_cluster("VERSION", KAFKA_VERSIONS, "--kafka-version old=3.9.1"),
               help="The Kafka release a cluster runs: 4.1.1 (default) or 3.9.1, resolved from Maven Central "
               "(for example --kafka-version old=3.9.1). Only when the sandbox is first created.")
+@click.option("--brokers", "sizes", multiple=True, metavar="CLUSTER=N", callback=_per_cluster("N", ("1", "3"),
+              "--brokers old=3"), help="Brokers in a cluster: 1 (default) or 3 (combined broker+controller "
+              "nodes in one quorum; topics default to replication factor 3 and min.insync.replicas 2). Only when "
+              "the sandbox is first created.")
 def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str],
-           versions: dict[str, str]) -> None:
+           versions: dict[str, str], sizes: dict[str, str]) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
     chosen = {**{side: "scram" for side in secure}, **security}
-    emit(_sandbox(folder).up(chosen, versions), fmt, _render_status)
+    emit(_sandbox(folder).up(chosen, versions, {side: int(n) for side, n in sizes.items()}), fmt, _render_status)
 
 
 @local_group.command("fetch")
@@ -118,17 +132,19 @@ def down_cmd(folder: Path | None, fmt: Format, purge: bool) -> None:
 @_dir_option
 @output_option
 @click.option("--kill", is_flag=True, help="SIGKILL instead of a clean shutdown (a crash, for drills).")
-def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool) -> None:
-    """Stop one cluster, keeping its data."""
-    result = _sandbox(folder).stop(cluster, kill)
+@_broker_option
+def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: int | None) -> None:
+    """Stop one cluster (or one broker of it), keeping its data."""
+    result = _sandbox(folder).stop(cluster, kill, node)
     word = "killed" if result["killed"] else "stopped" if result["was_running"] else "was not running"
-    emit(result, fmt, lambda r: f"{r['cluster']}: {word}")
+    emit(result, fmt, lambda r: f"{r['cluster']}{f' broker {node}' if node else ''}: {word}")
 
 
 @local_group.command("start")
 @_side
 @_dir_option
 @output_option
-def start_cmd(cluster: str, folder: Path | None, fmt: Format) -> None:
-    """Start one stopped cluster on its old port, with its data."""
-    emit(_sandbox(folder).start(cluster), fmt, lambda c: f"{cluster}: running at {c['bootstrap']}")
+@_broker_option
+def start_cmd(cluster: str, folder: Path | None, fmt: Format, node: int | None) -> None:
+    """Start one stopped cluster (or one broker of it) on its old ports, with its data."""
+    emit(_sandbox(folder).start(cluster, node), fmt, lambda c: f"{cluster}: running at {c['bootstrap']}")

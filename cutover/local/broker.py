@@ -61,6 +61,19 @@ class BrokerSpec:
     tls: Path | None = None
     #: The Kafka release the broker runs (jvm.KAFKA_VERSIONS).
     version: str = jvm.KAFKA_VERSION
+    node_id: int = 1
+    #: Every node of a multi-broker cluster as (node id, controller port): a static
+    #: controller quorum of combined broker+controller nodes. Empty: one standalone node.
+    voters: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def size(self) -> int:
+        """How many brokers the cluster has."""
+        return max(1, len(self.voters))
+
+    @property
+    def label(self) -> str:
+        return self.name if self.size == 1 else f"{self.name} broker {self.node_id}"
 
     @property
     def secure(self) -> bool:
@@ -94,10 +107,14 @@ def new_cluster_id() -> str:
 
 def render_config(spec: BrokerSpec, admin_password: str | None, store_password: str | None = None) -> str:
     client = PROTOCOL[spec.security]
+    n = spec.size
+    quorum = (f"controller.quorum.voters={','.join(f'{i}@127.0.0.1:{p}' for i, p in spec.voters)}" if n > 1
+              else f"controller.quorum.bootstrap.servers=127.0.0.1:{spec.controller_port}")
+    isr = 2 if n >= 3 else 1  # production's usual RF 3 / min.insync.replicas 2
     lines = [
         "process.roles=broker,controller",
-        "node.id=1",
-        f"controller.quorum.bootstrap.servers=127.0.0.1:{spec.controller_port}",
+        f"node.id={spec.node_id}",
+        quorum,
         f"listeners={client}://127.0.0.1:{spec.port},CONTROLLER://127.0.0.1:{spec.controller_port}",
         f"advertised.listeners={client}://127.0.0.1:{spec.port}",
         "controller.listener.names=CONTROLLER",
@@ -105,14 +122,16 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
         f"inter.broker.listener.name={client}",
         f"log.dirs={spec.data_dir}",
         "num.partitions=1",
+        f"default.replication.factor={n}",
+        f"min.insync.replicas={isr}",
         "auto.create.topics.enable=false",
-        "offsets.topic.replication.factor=1",
+        f"offsets.topic.replication.factor={n}",
         "offsets.topic.num.partitions=5",
-        "transaction.state.log.replication.factor=1",
-        "transaction.state.log.min.isr=1",
+        f"transaction.state.log.replication.factor={n}",
+        f"transaction.state.log.min.isr={isr}",
         "transaction.state.log.num.partitions=5",
-        "share.coordinator.state.topic.replication.factor=1",
-        "share.coordinator.state.topic.min.isr=1",
+        f"share.coordinator.state.topic.replication.factor={n}",
+        f"share.coordinator.state.topic.min.isr={isr}",
         "group.initial.rebalance.delay.ms=0",
         "log.cleaner.backoff.ms=1000",
     ]
@@ -169,34 +188,49 @@ def _jvm_cmd(spec: BrokerSpec, main: str, *args: str) -> list[str]:
 def format_storage(spec: BrokerSpec, scram_users: dict[str, str]) -> None:
     """Write the config and format the log folder (once; KRaft needs it before first start)."""
     spec.folder.mkdir(parents=True, exist_ok=True)
-    cmd = _jvm_cmd(spec, "kafka.tools.StorageTool", "format", "-t", spec.cluster_id,
-                   "-c", str(spec.config_file), "--standalone")
+    cmd = _jvm_cmd(spec, "kafka.tools.StorageTool", "format", "-t", spec.cluster_id, "-c", str(spec.config_file))
+    if spec.size == 1:
+        cmd.append("--standalone")  # a static quorum (controller.quorum.voters) takes no flag
     for user, password in scram_users.items():
         cmd += ["--add-scram", f"SCRAM-SHA-256=[name={user},password={password}]"]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         output = done.stdout[-800:] + done.stderr[-800:]
-        raise SandboxError(f"formatting the {spec.name} broker's storage failed:\n{output}",
+        raise SandboxError(f"formatting the {spec.label} broker's storage failed:\n{output}",
                            fix=f"remove {spec.folder} (cutover local down --purge) and run up again")
 
 
 def start(spec: BrokerSpec) -> int:
     """Start the broker in its own session; return its PID once it accepts connections."""
+    return start_all([spec])[0]
+
+
+def start_all(specs: list[BrokerSpec]) -> list[int]:
+    """Start brokers together (a quorum forms only when most of its nodes run); return
+    their PIDs once every one accepts connections."""
+    launched: list[tuple[BrokerSpec, subprocess.Popen[bytes], int]] = []
+    try:
+        for spec in specs:
+            launched.append((spec, *_launch(spec)))
+        return [_wait_ready(spec, proc, offset) for spec, proc, offset in launched]
+    except BaseException:
+        # Not ready (error, timeout, Ctrl-C): never leave a broker nobody knows about.
+        for _spec, proc, _offset in launched:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        raise
+
+
+def _launch(spec: BrokerSpec) -> tuple[subprocess.Popen[bytes], int]:
     with open(spec.log_file, "ab") as log:
-        log.write(f"\n===== cutover: starting broker {spec.name} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        log.write(f"\n===== cutover: starting broker {spec.label} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
         log.flush()
         offset = log.tell()  # readiness is read from this run's lines only
         proc = subprocess.Popen(_jvm_cmd(spec, "kafka.Kafka", str(spec.config_file)), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                 cwd=spec.folder)
-    try:
-        return _wait_ready(spec, proc, offset)
-    except BaseException:
-        # Not ready (error, timeout, Ctrl-C): never leave a broker nobody knows about.
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        raise
+    return proc, offset
 
 
 def _wait_ready(spec: BrokerSpec, proc: subprocess.Popen[bytes], offset: int) -> int:
@@ -205,13 +239,13 @@ def _wait_ready(spec: BrokerSpec, proc: subprocess.Popen[bytes], offset: int) ->
         if proc.poll() is not None:
             tail = _tail(spec.log_file, offset)
             if "Address already in use" in tail or "BindException" in tail:
-                raise PortInUse(f"the {spec.name} broker's port is taken")
-            raise SandboxError(f"the {spec.name} broker exited during start (code {proc.returncode}); "
+                raise PortInUse(f"the {spec.label} broker's port is taken")
+            raise SandboxError(f"the {spec.label} broker exited during start (code {proc.returncode}); "
                                f"last lines of {spec.log_file}:\n{tail[-1500:]}")
         if _accepts(spec.port) and "Kafka Server started" in _tail(spec.log_file, offset):
             return proc.pid
         time.sleep(0.2)
-    raise SandboxError(f"the {spec.name} broker did not start within {READY_TIMEOUT:.0f}s",
+    raise SandboxError(f"the {spec.label} broker did not start within {READY_TIMEOUT:.0f}s",
                        fix=f"read {spec.log_file}")
 
 

@@ -39,26 +39,46 @@ def default_dir() -> Path:
 
 
 @dataclass
-class ClusterState:
+class NodeState:
     port: int
     controller_port: int
-    cluster_id: str
-    secure: bool = False  # state files before `security` existed: True meant SCRAM
     pid: int | None = None
-    security: broker.Security | None = None
-    kafka_version: str | None = None  # None: state written before versions could be chosen
+
+    @classmethod
+    def fresh(cls) -> NodeState:
+        return cls(free_port(), free_port())
+
+
+@dataclass
+class ClusterState:
+    cluster_id: str
+    nodes: list[NodeState]
+    security: broker.Security = "plaintext"
+    kafka_version: str = jvm.KAFKA_VERSION
+
+    @classmethod
+    def load(cls, raw: dict[str, Any]) -> ClusterState:
+        if "nodes" not in raw:  # written before clusters could have several brokers
+            return cls(raw["cluster_id"], [NodeState(raw["port"], raw["controller_port"], raw.get("pid"))],
+                       raw.get("security") or ("scram" if raw.get("secure") else "plaintext"),
+                       raw.get("kafka_version") or jvm.KAFKA_VERSION)
+        return cls(raw["cluster_id"], [NodeState(**n) for n in raw["nodes"]], raw["security"], raw["kafka_version"])
 
     @property
     def version(self) -> str:
-        return self.kafka_version or jvm.KAFKA_VERSION
+        return self.kafka_version
 
     @property
     def mode(self) -> broker.Security:
-        return self.security or ("scram" if self.secure else "plaintext")
+        return self.security
 
     @property
     def tls(self) -> bool:
         return broker.PROTOCOL[self.mode].endswith("SSL")
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
 
 
 @dataclass
@@ -103,9 +123,16 @@ class Sandbox:
         """The sandbox's CA, certificates and key stores (made when a cluster uses TLS)."""
         return self.dir / "tls"
 
-    def spec(self, side: ClusterSide, st: ClusterState) -> broker.BrokerSpec:
-        return broker.BrokerSpec(side, self.dir / side, st.port, st.controller_port, st.cluster_id, st.mode,
-                                 self.tls_dir if st.tls else None, st.version)
+    def spec(self, side: ClusterSide, st: ClusterState, node: int = 1) -> broker.BrokerSpec:
+        """Node `node` (1-based) of a cluster; node 1 lives in the folder named after the side."""
+        n = st.nodes[node - 1]
+        voters = tuple((i, m.controller_port) for i, m in enumerate(st.nodes, 1)) if len(st.nodes) > 1 else ()
+        return broker.BrokerSpec(side, self.dir / (side if node == 1 else f"{side}-{node}"), n.port,
+                                 n.controller_port, st.cluster_id, st.mode, self.tls_dir if st.tls else None,
+                                 st.version, node, voters)
+
+    def specs(self, side: ClusterSide, st: ClusterState) -> list[broker.BrokerSpec]:
+        return [self.spec(side, st, i) for i in range(1, len(st.nodes) + 1)]
 
     def exists(self) -> bool:
         return self.state_file.is_file()
@@ -128,7 +155,7 @@ class Sandbox:
         if raw.get("version") != STATE_VERSION:
             raise SandboxError(f"{self.state_file} has state version {raw.get('version')}; this cutover reads "
                                f"{STATE_VERSION}", fix="cutover local down --purge, then up")
-        return State(clusters={k: ClusterState(**v) for k, v in raw["clusters"].items()})
+        return State(clusters={k: ClusterState.load(v) for k, v in raw["clusters"].items()})
 
     def _save(self, state: State) -> None:
         tmp = self.state_file.with_suffix(".tmp")
@@ -144,14 +171,16 @@ class Sandbox:
 
     # ----- lifecycle
     def up(self, security: Mapping[ClusterSide, broker.Security] | None = None,
-           versions: Mapping[ClusterSide, str] | None = None) -> dict[str, Any]:
+           versions: Mapping[ClusterSide, str] | None = None, brokers: Mapping[ClusterSide, int] | None = None,
+           ) -> dict[str, Any]:
         """Create (first time) and start whatever is not running. Idempotent.
 
         `security` chooses each cluster's client listener (default plaintext) and `versions`
-        its Kafka release (default jvm.KAFKA_VERSION) when the sandbox is created; an
-        existing sandbox keeps its own and refuses different ones.
+        its Kafka release (default jvm.KAFKA_VERSION) and `brokers` how many brokers it has
+        (1, or 3 with replication factor 3 and min.insync.replicas 2) when the sandbox is
+        created; an existing sandbox keeps its own and refuses different ones.
         """
-        security, versions = dict(security or {}), dict(versions or {})
+        security, versions, sizes = dict(security or {}), dict(versions or {}), dict(brokers or {})
         for side, version in versions.items():
             if version not in jvm.KAFKA_VERSIONS:
                 raise UsageError(f"Kafka {version} for the {side} cluster: the sandbox runs "
@@ -161,12 +190,13 @@ class Sandbox:
         for version in {jvm.KAFKA_VERSION, *versions.values()}:
             jvm.resolve(jvm.kafka_broker(version))
         with self._locked():
-            state = self._load() if self.exists() else self._create(security, versions)
+            state = self._load() if self.exists() else self._create(security, versions, sizes)
             for side in SIDES:
                 st = state.clusters[side]
-                if security.get(side, st.mode) != st.mode or versions.get(side, st.version) != st.version:
+                if security.get(side, st.mode) != st.mode or versions.get(side, st.version) != st.version \
+                        or sizes.get(side, len(st.nodes)) != len(st.nodes):
                     raise UsageError(f"the sandbox in {self.dir} already exists with different settings "
-                                     f"({side}: {st.mode}, Kafka {st.version})",
+                                     f"({side}: {st.mode}, Kafka {st.version}, {len(st.nodes)} broker(s))",
                                      fix="cutover local down --purge, then up with the options you want")
             for side in SIDES:  # a sandbox made with another release than the default
                 jvm.resolve(jvm.kafka_broker(state.clusters[side].version))
@@ -176,15 +206,15 @@ class Sandbox:
             self._write_plan(state)
             return self._describe(state)
 
-    def _create(self, security: Mapping[ClusterSide, broker.Security], versions: Mapping[ClusterSide, str]) -> State:
+    def _create(self, security: Mapping[ClusterSide, broker.Security], versions: Mapping[ClusterSide, str],
+                sizes: Mapping[ClusterSide, int]) -> State:
         progress(f"creating sandbox in {self.dir}")
         state = State()
         secrets_env: dict[str, str] = {}
         for side in SIDES:
             mode = security.get(side, "plaintext")
-            st = ClusterState(port=free_port(), controller_port=free_port(), cluster_id=broker.new_cluster_id(),
-                              secure=mode == "scram", security=mode,
-                              kafka_version=versions.get(side, jvm.KAFKA_VERSION))
+            st = ClusterState(broker.new_cluster_id(), [NodeState.fresh() for _ in range(sizes.get(side, 1))],
+                              mode, versions.get(side, jvm.KAFKA_VERSION))
             state.clusters[side] = st
             if mode in ("scram", "sasl_ssl"):
                 for user in (broker.ADMIN_USER, broker.READER_USER):
@@ -221,46 +251,52 @@ class Sandbox:
 
     def _format(self, state: State, side: ClusterSide) -> None:
         st = state.clusters[side]
-        spec = self.spec(side, st)
         pw = self._secrets()
         admin_pw = pw.get(_password_var(side, broker.ADMIN_USER))
-        spec.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(broker.render_config(spec, admin_pw, pw.get(STORE_PASSWORD_VAR)))
         users = ({u: pw[_password_var(side, u)] for u in (broker.ADMIN_USER, broker.READER_USER)}
                  if st.mode in ("scram", "sasl_ssl") else {})
-        if not spec.data_dir.exists():
-            broker.format_storage(spec, users)
+        for spec in self.specs(side, st):
+            spec.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(broker.render_config(spec, admin_pw, pw.get(STORE_PASSWORD_VAR)))
+            if not spec.data_dir.exists():
+                broker.format_storage(spec, users)
 
-    def _ensure_running(self, state: State, side: ClusterSide) -> None:
+    def _ensure_running(self, state: State, side: ClusterSide, node: int | None = None) -> None:
         st = state.clusters[side]
-        if not broker.running(self.spec(side, st), st.pid):
-            self._start(state, side)
-        if broker.authenticates(st.mode):
+        down = [i for i in range(1, len(st.nodes) + 1) if (node is None or i == node)
+                and not broker.running(self.spec(side, st, i), st.nodes[i - 1].pid)]
+        if down:
+            self._start(state, side, down)
+        if broker.authenticates(st.mode) and node is None:
             self._grant_reader(side, st)
 
-    def _start(self, state: State, side: ClusterSide) -> None:
+    def _start(self, state: State, side: ClusterSide, nodes: list[int]) -> None:
         st = state.clusters[side]
         for attempt in range(_PORT_TRIES):
-            spec = self.spec(side, st)
-            progress(f"starting the {side} cluster on {spec.bootstrap}")
+            specs = [self.spec(side, st, i) for i in nodes]
+            which = "" if len(nodes) == len(st.nodes) else f" (broker {', '.join(map(str, nodes))})"
+            progress(f"starting the {side} cluster{which} on {st.bootstrap}")
             try:
-                st.pid = broker.start(spec)
+                for i, pid in zip(nodes, broker.start_all(specs), strict=True):
+                    st.nodes[i - 1].pid = pid
                 break
             except broker.PortInUse:
-                if _has_started_before(spec) or attempt == _PORT_TRIES - 1:
-                    raise SandboxError(f"port {st.port} or {st.controller_port} of the {side} cluster is in use",
+                if any(_has_started_before(s) for s in self.specs(side, st)) or attempt == _PORT_TRIES - 1:
+                    raise SandboxError(f"a port of the {side} cluster ({st.bootstrap}, controllers "
+                                       f"{', '.join(str(n.controller_port) for n in st.nodes)}) is in use",
                                        fix="free the port, or cutover local down --purge to choose new ports") \
                         from None
-                # Never started: choose new ports. The storage records the controller's
-                # endpoint (--standalone), so it is formatted again for the new one.
-                st.port, st.controller_port = free_port(), free_port()
-                progress(f"a port was taken; moving the {side} cluster to 127.0.0.1:{st.port}")
-                shutil.rmtree(spec.data_dir, ignore_errors=True)
+                # Never started: choose new ports. The storage records the controllers'
+                # endpoints, so every node is formatted again for the new ones.
+                st.nodes = [NodeState.fresh() for _ in st.nodes]
+                progress(f"a port was taken; moving the {side} cluster to {st.bootstrap}")
+                for spec in self.specs(side, st):
+                    shutil.rmtree(spec.data_dir, ignore_errors=True)
                 self._format(state, side)
         self._save(state)
-        progress(f"{side} cluster up at 127.0.0.1:{st.port} (log: {self.spec(side, st).log_file})")
+        progress(f"{side} cluster up at {st.bootstrap} (log: {self.spec(side, st).log_file})")
 
     def _grant_reader(self, side: ClusterSide, st: ClusterState) -> None:
         """The reader principal may read and describe everything, and write nothing."""
@@ -288,7 +324,7 @@ class Sandbox:
         """Client properties for a sandbox cluster; the password as ${VAR} unless reveal."""
         from cutover.local import certs
 
-        props = {"bootstrap.servers": f"127.0.0.1:{st.port}"}
+        props = {"bootstrap.servers": st.bootstrap}
         if st.mode != "plaintext":
             props["security.protocol"] = broker.PROTOCOL[st.mode]
         if st.mode in ("scram", "sasl_ssl"):
@@ -325,7 +361,8 @@ class Sandbox:
             "groups": {"include": [".*"]},
             "catalog": {"name": cat.name, "type": "sql", "uri": cat.uri, "warehouse": cat.warehouse},
             "spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}},
-            "mirror": {"replication_factor": 1, "group_sync_interval": "5s"},
+            "mirror": {"replication_factor": min(len(st.nodes) for st in state.clusters.values()),
+                       "group_sync_interval": "5s"},
             "routing": {"file": "routing.json"},
             "tables": [],
         }
@@ -379,24 +416,38 @@ class Sandbox:
     def release(self) -> None:
         self.give_catalog()
 
-    def stop(self, side: ClusterSide, kill: bool = False) -> dict[str, Any]:
+    def stop(self, side: ClusterSide, kill: bool = False, node: int | None = None) -> dict[str, Any]:
+        """Stop a cluster, or one broker of it (`node`, 1-based)."""
         with self._locked():
             state = self._load()
-            was = self._stop(state, side, kill)
-            return {"cluster": side, "was_running": was, "killed": kill and was}
+            self._check_node(state, side, node)
+            was = self._stop(state, side, kill, node)
+            return {"cluster": side, **({"broker": node} if node else {}), "was_running": was,
+                    "killed": kill and was}
 
-    def start(self, side: ClusterSide) -> dict[str, Any]:
+    def start(self, side: ClusterSide, node: int | None = None) -> dict[str, Any]:
         with self._locked():
             state = self._load()
-            self._ensure_running(state, side)
+            self._check_node(state, side, node)
+            self._ensure_running(state, side, node)
             described: dict[str, Any] = self._describe(state)[side]
             return described
 
-    def _stop(self, state: State, side: ClusterSide, kill: bool) -> bool:
+    def _check_node(self, state: State, side: ClusterSide, node: int | None) -> None:
+        count = len(state.clusters[side].nodes)
+        if node is not None and not 1 <= node <= count:
+            raise UsageError(f"the {side} cluster has no broker {node}: it has {count} (1 to {count})",
+                             fix=f"use --broker 1 to {count}" if count > 1 else "leave --broker out")
+
+    def _stop(self, state: State, side: ClusterSide, kill: bool, node: int | None = None) -> bool:
         st = state.clusters[side]
-        progress(f"{'killing' if kill else 'stopping'} the {side} cluster")
-        was = broker.stop(self.spec(side, st), st.pid, kill=kill)
-        st.pid = None
+        nodes = [node] if node else list(range(1, len(st.nodes) + 1))
+        which = f" broker {node}" if node else ""
+        progress(f"{'killing' if kill else 'stopping'} the {side} cluster{which}")
+        was = False
+        for i in reversed(nodes):  # the first node last: it is the one clients know first
+            was = broker.stop(self.spec(side, st, i), st.nodes[i - 1].pid, kill=kill) or was
+            st.nodes[i - 1].pid = None
         self._save(state)
         return was
 
@@ -407,17 +458,21 @@ class Sandbox:
         out: dict[str, Any] = {"dir": str(self.dir), "plan": str(self.plan_file)}
         for side in SIDES:
             st = state.clusters[side]
-            spec = self.spec(side, st)
-            alive = broker.running(spec, st.pid)
+            brokers = []
+            for i, (spec, node) in enumerate(zip(self.specs(side, st), st.nodes, strict=True), 1):
+                alive = broker.running(spec, node.pid)
+                brokers.append({"broker": i, "bootstrap": spec.bootstrap, "controller_port": node.controller_port,
+                                "running": alive, "pid": node.pid if alive else None, "log": str(spec.log_file)})
             out[side] = {
-                "bootstrap": spec.bootstrap,
-                "running": alive,
-                "pid": st.pid if alive else None,
+                "bootstrap": st.bootstrap,
+                "running": all(b["running"] for b in brokers),
+                "pid": brokers[0]["pid"],
                 "cluster_id": st.cluster_id,
                 "security": broker.describe(st.mode),
                 "kafka_version": st.version,
                 "users": [broker.ADMIN_USER, broker.READER_USER] if broker.authenticates(st.mode) else [],
-                "log": str(spec.log_file),
+                "log": brokers[0]["log"],
+                "brokers": brokers,
             }
         cat = self.catalog_spec()
         out["catalog"] = {"name": cat.name, "type": "sql", "uri": cat.uri, "warehouse": cat.warehouse}

@@ -23,7 +23,8 @@ class Rec:
 
 def create_topic(props: Mapping[str, str], name: str, partitions: int = 1, **config: str) -> None:
     admin = AdminClient(dict(props))
-    admin.create_topics([NewTopic(name, partitions, 1, config=config)])[name].result(timeout=30)
+    # The broker's default replication factor: 1 on a one-broker sandbox, 3 on three brokers.
+    admin.create_topics([NewTopic(name, partitions, -1, config=config)])[name].result(timeout=30)
 
 
 def produce(props: Mapping[str, str], topic: str, records: list[dict[str, Any]]) -> None:

@@ -157,3 +157,11 @@ def mirror_a_topic_and_a_group(admin: Plan, mirror_plan: Path, ns: str, topic: s
     status = cutover("mirror", "status", "--plan", str(mirror_plan), "-o", "json")
     assert status.code == 0 and status.json()["lag"] == 0
     return [run.out, run.err, status.out, status.err]
+
+
+def position(plan_file: Path) -> int:
+    """How many source offsets the mirror has committed progress for, over all partitions."""
+    from tests.conftest import cutover
+
+    run = cutover("mirror", "status", "--plan", str(plan_file), "-o", "json")
+    return sum(p["position"] or 0 for p in run.json()["partitions"]) if run.code == 0 else 0

@@ -24,15 +24,11 @@ from tests.integration.mirror_util import (
     commit,
     content,
     first_record,
+    position,
     scoped_plan,
     start_mirror,
     stop,
 )
-
-
-def _position(plan_file: Path) -> int:
-    run = cutover("mirror", "status", "--plan", str(plan_file), "-o", "json")
-    return sum(p["position"] or 0 for p in run.json()["partitions"]) if run.code == 0 else 0
 
 
 def test_kill_loop_leaves_every_record_exactly_once(sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
@@ -54,7 +50,7 @@ def test_kill_loop_leaves_every_record_exactly_once(sandbox: Sandbox, plan: Plan
                 kills += 1
             else:
                 raise AssertionError(f"the mirror exited by itself: {proc.communicate()}")
-        assert _position(scoped) > 0, "no progress was committed between the kills"
+        assert position(scoped) > 0, "no progress was committed between the kills"
     finally:
         feed.finish()
     run = cutover("mirror", "--plan", str(scoped), "--until-caught-up", "-o", "json")
@@ -71,7 +67,7 @@ def test_a_second_process_for_the_same_shard_fences_the_first(sandbox: Sandbox, 
     produce(plan.cluster("old"), topic, [{"value": b"%d" % i, "partition": i % 2} for i in range(100)])
     scoped = scoped_plan(sandbox.plan_file, ns, tmp_path)
     first = start_mirror(scoped, "--shard", "0/1")
-    wait_for(lambda: _position(scoped) >= 100, 60, "the first mirror to copy the records")
+    wait_for(lambda: position(scoped) >= 100, 60, "the first mirror to copy the records")
     second = start_mirror(scoped, "--shard", "0/1")
     sent = 0
 
@@ -86,7 +82,7 @@ def test_a_second_process_for_the_same_shard_fences_the_first(sandbox: Sandbox, 
     wait_for(fenced, 60, "the first mirror to be fenced", interval=0.5)
     err = first.stderr.read() if first.stderr else ""
     assert first.returncode == 1 and "taken over by another mirror process" in err and "Traceback" not in err
-    wait_for(lambda: _position(scoped) >= 100 + sent, 60, "the second mirror to copy the new records")
+    wait_for(lambda: position(scoped) >= 100 + sent, 60, "the second mirror to copy the new records")
     code, _out, err = stop(second)
     assert code == 0, err
     assert content(read_all(plan.cluster("new"), topic, 2)) == content(read_all(plan.cluster("old"), topic, 2))

@@ -49,8 +49,9 @@ def test_driver_killed_at_random_moments_leaves_every_record_once(sandbox: Sandb
         for _ in range(3):
             proc = start_shadow(plan, log, "--follow")
             before = len(stamped(plan, f"{ns}.t"))
-            # Kill once the run has committed at least once, at a random moment after that.
-            wait_for(lambda b=before: len(stamped(plan, f"{ns}.t")) > b, 90, "a commit by this run")  # type: ignore[misc]
+            # Kill once the run has committed at least once, at a random moment after that. A
+            # driver's first commit includes starting Spark: minutes on a loaded 2-core machine.
+            wait_for(lambda b=before: len(stamped(plan, f"{ns}.t")) > b, 240, "a commit by this run")  # type: ignore[misc]
             threading.Event().wait(rnd.uniform(0.2, 4.0))
             kill_group(proc)
             commits.append(len(stamped(plan, f"{ns}.t")))
@@ -75,7 +76,7 @@ def test_catalog_outage_during_commits_is_retried_and_loses_or_doubles_nothing(
     log = tmp_path / "shadow.log"
     proc = start_shadow(plan, log, "--follow")
     try:
-        wait_for(lambda: tables.exists(plan, f"{ns}.t") and len(rows(plan, f"{ns}.t")) == 30, 90,
+        wait_for(lambda: tables.exists(plan, f"{ns}.t") and len(rows(plan, f"{ns}.t")) == 30, 240,
                  "the first 30 rows")
         db = sandbox.dir / "catalog.db"
         lock = sqlite3.connect(db, timeout=30, isolation_level=None)

@@ -72,9 +72,10 @@ def test_certificates_keys_and_status(tls: Sandbox) -> None:
     assert check.code == 0, check.err
     assert not _leaks(tls, status.out, status.err, check.out, check.err)
     again = cutover("local", "up", "--security", "new=tls", "--dir", str(tls.dir))
-    assert again.code == 2 and "already exists with different settings (new: mtls, Kafka 4.1.1)" in again.err
+    assert again.code == 2
+    assert "already exists with different settings (new: mtls, Kafka 4.1.1, 1 broker(s))" in again.err
     newer = cutover("local", "up", "--kafka-version", "old=4.1.1", "--dir", str(tls.dir))
-    assert newer.code == 2 and "(old: sasl_ssl, Kafka 3.9.1)" in newer.err
+    assert newer.code == 2 and "(old: sasl_ssl, Kafka 3.9.1, 1 broker(s))" in newer.err
     unknown = cutover("local", "up", "--kafka-version", "old=2.8.0", "--dir", str(tls.dir))
     assert unknown.code == 2 and "'old=2.8.0'" in unknown.err and "3.9.1" in unknown.err
 
