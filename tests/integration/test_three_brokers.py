@@ -1,7 +1,9 @@
 """Production-shaped clusters: three brokers each (replication factor 3, min.insync.replicas
 2), SASL_SSL on both, the old cluster on Kafka 3.9.1 and the new one on 4.1.1. Partition
-leaders are SIGKILLed on both clusters while the mirror copies live transactional traffic;
-every record must still be on the new cluster exactly once, and groups exactly translated.
+leaders are SIGKILLed on both clusters while the mirror copies live transactional traffic,
+the target refuses writes below min.insync.replicas for a while, and the new cluster is
+restarted broker by broker under the shadow; every record must still arrive exactly once,
+and groups exactly translated.
 
 Marked `production`: scripts/test leaves it out (it starts six more brokers), CI runs it.
 """
@@ -16,7 +18,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from cutover.local.sandbox import Sandbox
-from cutover.plan import load_plan
+from cutover.plan import Plan, load_plan
 from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic, read_all
 from tests.integration.mirror_util import (
@@ -120,3 +122,90 @@ def test_leaders_killed_on_both_clusters_while_the_mirror_copies(three: Sandbox,
         on_old, on_new = first_record(old, f"{ns}.app", topic, p), first_record(new, f"{ns}.app", topic, p)
         assert on_old is not None and on_new is not None and content([on_old]) == content([on_new])
     print("mirror stops during the faults:", stops or "none")
+
+
+def _set_min_isr(props: Mapping[str, str], topic: str, value: str) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("min.insync.replicas", value, incremental_operation=AlterConfigOpType.SET)])
+    client = AdminClient(dict(props))  # kept: the futures die with the client
+    for fut in client.incremental_alter_configs([resource]).values():
+        fut.result(timeout=30)
+
+
+def test_target_refuses_writes_below_min_insync_replicas_then_recovers(three: Sandbox, tmp_path: Path,
+                                                                       ns: str) -> None:
+    """min.insync.replicas 3 on the target topic and one of its brokers down: every write to
+    it is refused (NOT_ENOUGH_REPLICAS) until the broker is back; the mirror waits it out."""
+    plan = load_plan(three.plan_file)
+    old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.isr"
+    create_topic(old, topic, 2)
+    scoped = scoped_plan(three.plan_file, ns, tmp_path)
+    traffic = Traffic(old, topic, 2, seed=31, txn_id=f"{ns}-producer")
+    traffic.round(40)
+    assert cutover("mirror", "--plan", str(scoped), "--until-caught-up").code == 0
+    _set_min_isr(new, topic, "3")  # not a copied config: the mirror leaves it as set here
+    feed = Feed(traffic, records=20, pause=0.1)
+    ready = tmp_path / "ready"
+    proc = start_mirror(scoped, "--ready-file", str(ready))
+    victim = 1 + (_leader(new, topic, 0) % 3)  # a follower: the partition keeps its leader
+    try:
+        wait_for(lambda: ready.exists() or proc.poll() is not None, 180, "the mirror to start copying")
+        three.stop("new", kill=True, node=victim)
+        stalled, sent = position(scoped), traffic.n
+        wait_for(lambda: traffic.n > sent + 150, 120, "the source to move on while the target refuses writes")
+        refused = position(scoped)
+        # At most the transaction that was committing when the broker died gets through.
+        assert refused <= stalled + 60, f"the target accepted writes below min.insync.replicas ({stalled} -> {refused})"
+        assert proc.poll() is None, proc.communicate()
+        three.start("new", node=victim)
+        wait_for(lambda: position(scoped) > refused + 100, 240, "the mirror to go on once the ISR is back")
+    finally:
+        feed.finish()
+        three.start("new", node=victim)  # (no-op when it runs) so the mirror can finish its transaction
+        if proc.poll() is None:
+            code, _out, err = stop(proc, timeout=180)
+            assert code == 0, err[-3000:]
+    run = cutover("mirror", "--plan", str(scoped), "--until-caught-up", "-o", "json", timeout=300)
+    assert run.code == 0, run.err
+    assert content(read_all(new, topic, 2, timeout=60)) == content(read_all(old, topic, 2, timeout=60))
+
+
+def test_rolling_restart_of_the_new_cluster_under_the_shadow(three: Sandbox, tmp_path: Path, ns: str) -> None:
+    from cutover.plan import derive
+    from tests.integration.shadow_util import as_rec, kill_group, rows, start_shadow
+
+    topic = f"{ns}.events"
+    plan = derive(three.plan_file, tmp_path / "shadow.yaml", merge=True, name=ns,
+                  tables=[{"topic": topic, "old": f"{ns}.old", "new": f"{ns}.events", "format": "raw"}],
+                  spark={"trigger_interval": "1s", "checkpoint_dir": str(tmp_path / "ck")})
+    new = plan.cluster("new")
+    create_topic(new, topic, 3)
+    feed = Feed(Traffic(new, topic, 3, seed=41, txn_id=f"{ns}-producer"), records=10, pause=0.2)
+    log = tmp_path / "shadow.log"
+    proc = start_shadow(plan, log, "--follow")
+    try:
+        wait_for(lambda: _table_rows(plan, f"{ns}.events") > 50, 300, "the shadow's first rows")
+        for node in (1, 2, 3):  # a rolling restart: one broker at a time, the next once it is back
+            three.stop("new", node=node)
+            before = _table_rows(plan, f"{ns}.events")
+            wait_for(lambda: _table_rows(plan, f"{ns}.events") > before, 180,  # noqa: B023
+                     f"the shadow to commit with broker {node} down")
+            three.start("new", node=node)
+        feed.finish()
+        expected = read_all(new, topic, 3, timeout=60)
+        wait_for(lambda: _table_rows(plan, f"{ns}.events") >= len(expected), 240, "the shadow to catch up")
+        assert proc.poll() is None, log.read_text()[-3000:]
+    finally:
+        feed.finish()
+        if proc.poll() is None:
+            kill_group(proc)
+    assert [as_rec(r) for r in rows(plan, f"{ns}.events")] == expected  # exactly once, field by field
+
+
+def _table_rows(plan: Plan, table: str) -> int:
+    from cutover.lake import tables
+    from tests.integration.shadow_util import rows
+
+    return len(rows(plan, table)) if tables.exists(plan, table) else 0
