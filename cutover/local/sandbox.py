@@ -15,6 +15,7 @@ import os
 import secrets as pysecrets
 import shutil
 import socket
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -312,12 +313,20 @@ class Sandbox:
                    (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE_CONFIGS)]
         bindings = [AclBinding(rt, name, ResourcePatternType.LITERAL, f"User:{broker.READER_USER}", "*", op,
                                AclPermissionType.ALLOW) for rt, name, op in grants]
-        client = admin(ref)  # keep a reference: the futures die with the client
-        for fut in client.create_acls(bindings, request_timeout=15).values():
+        # A cluster that has just started may drop the first requests (a new quorum still
+        # settling its leaders): ask again, with a fresh client, for up to a minute.
+        deadline = time.monotonic() + 60
+        while True:
+            client = admin(ref)  # keep a reference: the futures die with the client
             try:
-                fut.result(timeout=20)
+                for fut in client.create_acls(bindings, request_timeout=15).values():
+                    fut.result(timeout=20)
+                return
             except Exception as exc:
-                raise ref.failure(exc, "creating the reader ACLs") from None
+                if time.monotonic() > deadline:
+                    raise ref.failure(exc, "creating the reader ACLs") from None
+                progress(f"the {side} cluster did not take the reader ACLs yet ({exc}); asking again")
+                time.sleep(2)
 
     def client_properties(self, side: ClusterSide, st: ClusterState, user: str = broker.ADMIN_USER,
                           reveal: bool = True) -> dict[str, str]:
