@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from cutover.plan import Plan, derive
 from tests.integration.kafka_util import Rec, rec
@@ -49,9 +50,9 @@ class Traffic:
 
     def __init__(self, props: Mapping[str, str], topic: str, partitions: int, seed: int, txn_id: str) -> None:
         self.topic, self.partitions, self.rnd = topic, partitions, random.Random(seed)
+        self.props, self.txn_id = props, txn_id
         self.plain = Producer({**props, **PRODUCER, "enable.idempotence": True})
-        self.txn = Producer({**props, **PRODUCER, "transactional.id": txn_id})
-        self.txn.init_transactions(30)
+        self.txn = self._transactional()
         self.aborted: list[tuple[int, int]] = []  # (partition, offset) of aborted records
         self.n = 0
         self.epoch_ms = int(time.time() * 1000) - 3_600_000  # an hour ago: explicit, and within retention
@@ -79,11 +80,39 @@ class Traffic:
             for _ in range(self.rnd.randint(1, 8)):
                 self.txn.produce(self.topic, on_delivery=on_delivery, **self._record())
             self.txn.flush(30)
-            if commit:
+            if commit and self._commit():
+                continue
+            self.txn.abort_transaction(120)
+            self.aborted += delivered
+
+    def _transactional(self) -> Producer:
+        producer = Producer({**self.props, **PRODUCER, "transactional.id": self.txn_id})
+        producer.init_transactions(60)
+        return producer
+
+    def recover(self) -> None:
+        """After a failed round: abort what is open, or start a new transactional producer
+        (same id, so it fences the old one) when this one cannot go on."""
+        try:
+            self.txn.abort_transaction(60)
+        except KafkaException as exc:
+            if exc.args[0].fatal() or not exc.args[0].retriable():
+                self.txn = self._transactional()
+
+    def _commit(self) -> bool:
+        """Commit the open transaction; False when it must be aborted instead. A broker that
+        dies under a transaction (a fault test) can hold a commit for a while: ask again."""
+        deadline = time.monotonic() + 180
+        while True:
+            try:
                 self.txn.commit_transaction(30)
-            else:
-                self.txn.abort_transaction(30)
-                self.aborted += delivered
+                return True
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.txn_requires_abort():
+                    return False
+                if not err.retriable() or time.monotonic() > deadline:
+                    raise
 
 
 class Feed:
@@ -92,12 +121,21 @@ class Feed:
     def __init__(self, traffic: Traffic, records: int = 40, pause: float = 0.05) -> None:
         self.traffic, self.records, self.pause = traffic, records, pause
         self.stop = threading.Event()
+        self.errors: list[str] = []
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while not self.stop.is_set():
-            self.traffic.round(self.records)
+            try:
+                self.traffic.round(self.records)
+            except (KafkaException, AssertionError) as exc:
+                # A broker killed under the traffic (a fault test): records not acknowledged
+                # are simply not part of the source; the next round goes on.
+                self.errors.append(str(exc))
+                with contextlib.suppress(KafkaException):
+                    self.traffic.recover()
+                self.stop.wait(1)
             self.stop.wait(self.pause)
 
     def finish(self) -> None:

@@ -1,16 +1,16 @@
 """Production-shaped clusters: three brokers each (replication factor 3, min.insync.replicas
 2), SASL_SSL on both, the old cluster on Kafka 3.9.1 and the new one on 4.1.1. Partition
-leaders are SIGKILLed on both clusters while the mirror copies live transactional traffic,
-the target refuses writes below min.insync.replicas for a while, and the new cluster is
-restarted broker by broker under the shadow; every record must still arrive exactly once,
-and groups exactly translated.
+leaders and the mirror's transaction coordinator are SIGKILLed while the mirror copies live
+transactional traffic, the target refuses writes below min.insync.replicas for a while, and
+the new cluster is restarted broker by broker under the shadow; every record must still
+arrive exactly once, and groups exactly translated.
 
 Marked `production`: scripts/test leaves it out (it starts six more brokers), CI runs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -51,6 +51,15 @@ def _leader(props: Mapping[str, str], topic: str, partition: int) -> int:
     return int(meta.topics[topic].partitions[partition].leader)
 
 
+def _transaction_coordinator(props: Mapping[str, str], transactional_id: str) -> int:
+    """The broker coordinating a transactional id: the leader of its __transaction_state
+    partition (Java's String.hashCode, made non-negative, modulo the 5 partitions)."""
+    h = 0
+    for ch in transactional_id:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return _leader(props, "__transaction_state", (h & 0x7FFFFFFF) % 5)
+
+
 def test_every_broker_is_listed_and_topics_default_to_three_replicas(three: Sandbox, ns: str) -> None:
     status = cutover("local", "status", "--dir", str(three.dir), "-o", "json")
     assert status.code == 0, status.err
@@ -80,7 +89,7 @@ def test_every_broker_is_listed_and_topics_default_to_three_replicas(three: Sand
     assert missing.code == 2 and "the old cluster has no broker 4: it has 3" in missing.err
 
 
-def test_leaders_killed_on_both_clusters_while_the_mirror_copies(three: Sandbox, tmp_path: Path, ns: str) -> None:
+def test_leaders_and_the_coordinator_killed_while_the_mirror_copies(three: Sandbox, tmp_path: Path, ns: str) -> None:
     plan = load_plan(three.plan_file)
     old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders"
     create_topic(old, topic, 3)
@@ -92,12 +101,17 @@ def test_leaders_killed_on_both_clusters_while_the_mirror_copies(three: Sandbox,
     try:
         wait_for(lambda: ready.exists() or proc.poll() is not None, 180, "the mirror to start copying")
         wait_for(lambda: position(scoped) > 100, 180, "the mirror to copy the first records")
-        for side, props in (("old", old), ("new", new)):
-            leader = _leader(props, topic, 0)
-            three.stop(side, kill=True, node=leader)  # SIGKILL, mid-transaction on both sides
+        txn_id = f"__cutover.mirror.forward.{ns}.shard-0-of-1"
+        victims: list[tuple[str, Callable[[], int], str]] = [
+            ("old", lambda: _leader(old, topic, 0), "the leader of partition 0"),
+            ("new", lambda: _leader(new, topic, 0), "the leader of partition 0"),
+            ("new", lambda: _transaction_coordinator(new, txn_id), "the mirror's transaction coordinator")]
+        for side, find, what in victims:
+            leader = find()  # asked at its turn: leaders move after each kill
+            three.stop(side, kill=True, node=leader)  # SIGKILL, mid-transaction
             before = position(scoped)
             wait_for(lambda: position(scoped) > before + 100 or proc.poll() is not None, 240,  # noqa: B023
-                     f"the mirror to go on copying with {side} broker {leader} killed")
+                     f"the mirror to go on copying with {side} broker {leader} ({what}) killed")
             if proc.poll() is not None:  # where it must stop: a clear message, and a clean restart
                 code, _out, err = stop(proc)
                 stops.append(f"{side}: exit {code}: {err[-2000:]}")
