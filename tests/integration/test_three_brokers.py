@@ -187,13 +187,11 @@ def test_target_refuses_writes_below_min_insync_replicas_then_recovers(three: Sa
 
 
 def test_rolling_restart_of_the_new_cluster_under_the_shadow(three: Sandbox, tmp_path: Path, ns: str) -> None:
-    from cutover.plan import derive
-    from tests.integration.shadow_util import as_rec, kill_group, rows, start_shadow
+    from tests.integration.shadow_util import as_rec, kill_group, rows, shadow_plan, start_shadow
 
     topic = f"{ns}.events"
-    plan = derive(three.plan_file, tmp_path / "shadow.yaml", merge=True, name=ns,
-                  tables=[{"topic": topic, "old": f"{ns}.old", "new": f"{ns}.events", "format": "raw"}],
-                  spark={"trigger_interval": "1s", "checkpoint_dir": str(tmp_path / "ck")})
+    plan = shadow_plan(three.plan_file, ns, tmp_path,
+                       [{"topic": topic, "old": f"{ns}.old", "new": f"{ns}.events", "format": "raw"}])
     new = plan.cluster("new")
     create_topic(new, topic, 3)
     feed = Feed(Traffic(new, topic, 3, seed=41, txn_id=f"{ns}-producer"), records=10, pause=0.2)

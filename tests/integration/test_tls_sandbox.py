@@ -119,12 +119,11 @@ def test_mirror_from_sasl_ssl_to_mtls_copies_records_and_groups_exactly(tls: San
 
 def test_shadow_reads_the_mtls_cluster_with_spark(tls: Sandbox, tmp_path: Path, ns: str) -> None:
     """Spark's Java Kafka client gets the client certificate as a PEM key store."""
-    from cutover.plan import derive
+    from tests.integration.shadow_util import shadow_plan
 
     topic = f"{ns}.events"
-    plan = derive(tls.plan_file, tmp_path / "shadow.yaml", merge=True, name=ns,
-                  tables=[{"topic": topic, "old": f"{ns}.old", "new": f"{ns}.events", "format": "raw"}],
-                  spark={"trigger_interval": "1s", "checkpoint_dir": str(tmp_path / "ck")})
+    plan = shadow_plan(tls.plan_file, ns, tmp_path,
+                       [{"topic": topic, "old": f"{ns}.old", "new": f"{ns}.events", "format": "raw"}])
     new = plan.cluster("new")
     create_topic(new, topic, 2)
     produce_txn(new, topic, f"{ns}-tx", [([{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2}
