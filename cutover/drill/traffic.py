@@ -14,17 +14,20 @@ cluster) and `stop` (the consumer commits, leaves its group, acknowledges with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
+from cutover.kafka.offsets import transient
 from cutover.plan import Plan
 from cutover.switch import routing
 
@@ -125,35 +128,50 @@ class Traffic(_Worker):
             txn = Producer({**props, "transactional.id": f"cutover-drill-{self.plan.name}-{side}"}) \
                 if self.transactions else None
             if txn:
-                txn.init_transactions(30)
-            while not self._stop.is_set() and not (self.ctl / "pause").exists():
-                batch += 1
-                in_txn = txn is not None and batch % 10 == 0
-                abort = in_txn and rnd.random() < 0.2
-                pending: list[Sent] = []
-                producer = txn if in_txn and txn else plain
-                if in_txn and txn:
-                    txn.begin_transaction()
-                for _ in range(5):
-                    topic = self.topics[seq % len(self.topics)]
-                    key, value, headers = _event(topic, seq, rnd, self.version)
-                    producer.produce(topic, key=key, value=value, headers=headers,
-                                     on_delivery=self._acked(side, seq, pending, keep=not in_txn))
-                    seq += 1
-                if in_txn and txn:
-                    txn.flush(30)
-                    if abort:
-                        txn.abort_transaction(30)
-                    else:
-                        txn.commit_transaction(30)
+                _persist(txn.init_transactions, 30)
+            try:
+                while not self._stop.is_set() and not (self.ctl / "pause").exists():
+                    batch += 1
+                    in_txn = txn is not None and batch % 10 == 0
+                    abort = in_txn and rnd.random() < 0.2
+                    pending: list[Sent] = []
+                    producer = txn if in_txn and txn else plain
+                    if in_txn and txn:
+                        txn.begin_transaction()
+                    for _ in range(5):
+                        topic = self.topics[seq % len(self.topics)]
+                        key, value, headers = _event(topic, seq, rnd, self.version)
+                        producer.produce(topic, key=key, value=value, headers=headers,
+                                         on_delivery=self._acked(side, seq, pending, keep=not in_txn))
+                        seq += 1
+                    if in_txn and txn and self._end_transaction(txn, commit=not abort):
                         with self._lock:
                             self.sent.extend(pending)
-                else:
-                    plain.poll(0)
-                self._stop.wait(5 / self.rate)  # pacing: five records per turn
+                    else:
+                        plain.poll(0)
+                    self._stop.wait(5 / self.rate)  # pacing: five records per turn
+            except KafkaException as exc:  # not transient: say so (the drill fails on it), start again
+                self.errors.append(f"producer on the {side} cluster: {exc.args[0]}")
+                self._stop.wait(1)
+                continue
             if plain.flush(30) or (txn and txn.flush(30)):
                 self.errors.append("records still unacknowledged after 30 s")
             self._held("pause", "producer.paused")
+
+    @staticmethod
+    def _end_transaction(txn: Producer, commit: bool) -> bool:
+        """Commit (True) or abort the open transaction, asking again while the coordinator is
+        moving; a commit the coordinator says must be aborted is aborted (its records were never sent)."""
+        txn.flush(30)
+        if commit:
+            try:
+                _persist(txn.commit_transaction, 30)
+                return True
+            except KafkaException as exc:
+                if not exc.args[0].txn_requires_abort():
+                    raise
+        _persist(txn.abort_transaction, 30)
+        return False
 
     def _acked(self, side: str, seq: int, pending: list[Sent], keep: bool) -> Any:
         def done(err: KafkaError | None, msg: Any) -> None:
@@ -177,6 +195,7 @@ class GroupConsumer(_Worker):
     topics: list[str]
     group: str
     seen: list[Sent] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
     def count(self) -> int:
         with self._lock:
@@ -188,14 +207,44 @@ class GroupConsumer(_Worker):
             consumer = Consumer({**self.plan.cluster(side), "group.id": self.group, "enable.auto.commit": False,
                                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
             consumer.subscribe(self.topics)
-            while not self._stop.is_set() and not (self.ctl / "stop").exists():
-                msg = consumer.poll(0.2)
-                if msg is None or msg.error():
-                    continue
-                seq = json.loads(msg.value() or b"{}")["seq"]
-                with self._lock:
-                    self.seen.append(Sent(side, str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0),
-                                          seq))
-                consumer.commit(message=msg, asynchronous=False)
-            consumer.close()
+            try:
+                self._consume(side, consumer)
+            except KafkaException as exc:
+                # Not transient (the group moved on without this member): start again from the
+                # group's committed offsets. The record processed but not committed comes again,
+                # and an exactly-once expectation counts it as the duplicate it is.
+                self.errors.append(f"consumer on the {side} cluster: {exc.args[0]}")
+                self._stop.wait(1)
+                continue
+            finally:
+                with contextlib.suppress(KafkaException, RuntimeError):
+                    consumer.close()
             self._held("stop", "consumer.stopped")
+
+    def _consume(self, side: str, consumer: Consumer) -> None:
+        while not self._stop.is_set() and not (self.ctl / "stop").exists():
+            msg = consumer.poll(0.2)
+            if msg is None or msg.error():
+                continue
+            seq = json.loads(msg.value() or b"{}")["seq"]
+            with self._lock:
+                self.seen.append(Sent(side, str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0),
+                                      seq))
+            _persist(consumer.commit, message=msg, asynchronous=False)
+
+
+def _persist(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call, again while Kafka's answer is transient (a coordinator or leader moving or loading,
+    as after a broker restart or a preferred-leader election), for up to three minutes."""
+    end = time.monotonic() + 180
+    while True:
+        try:
+            return call(*args, **kwargs)
+        except KafkaException as exc:
+            if not transient(exc.args[0]) or exc.args[0].code() in _REJOIN or time.monotonic() > end:
+                raise
+            time.sleep(0.5)
+
+
+#: A consumer that is not polling cannot rejoin its group, so asking again cannot help: start again.
+_REJOIN = {KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID}

@@ -30,7 +30,7 @@ _TRANSIENT = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
               KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
 
 
-def _transient(err: Any) -> bool:
+def transient(err: Any) -> bool:
     return isinstance(err, KafkaError) and (err.retriable() or err.code() in _TRANSIENT)
 
 
@@ -57,7 +57,7 @@ def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[], dict], doi
         try:
             return {k: f.result(timeout=timeout + 5) for k, f in call().items()}
         except KafkaException as exc:
-            if not _transient(exc.args[0]) or time.monotonic() > deadline:
+            if not transient(exc.args[0]) or time.monotonic() > deadline:
                 raise ref.failure(exc, doing, client) from None
             client.poll(0.2)  # back off while serving callbacks
         except concurrent.futures.TimeoutError as exc:
@@ -185,7 +185,7 @@ def commit_group(ref: ClusterRef, group: str, offsets: dict[TP, int], timeout: f
         if not todo:
             return
         tp, err = next(iter(sorted(refused.items())))
-        if not _transient(err) or time.monotonic() > deadline:
+        if not transient(err) or time.monotonic() > deadline:
             raise OffsetCommitRefused(f"{ref.describe()} refused the offsets of group {group} on {len(refused)} "
                                       f"partition(s), e.g. {tp[0]}/{tp[1]}: {err.str()}",
                                       fix="a group with active members cannot be moved: stop its consumers; "

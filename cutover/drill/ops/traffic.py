@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cutover.drill.context import Drill
-from cutover.drill.ops.base import Detail, NoArgs, deadline, need_traffic, op, topics_of
+from cutover.drill.ops.base import Detail, ExpectationFailed, NoArgs, deadline, need_traffic, op, topics_of
 from cutover.errors import CutoverError
 from cutover.plan.schema import Duration
 
@@ -71,8 +71,12 @@ def _traffic_stop(d: Drill, _a: NoArgs) -> Detail:
     traffic.stop()
     if d.consumer is not None:
         consumer = d.consumer
-        deadline(120, "the consumer to process every record sent",
-                  lambda: {(s.topic, s.seq) for s in consumer.seen} >= {(s.topic, s.seq) for s in traffic.sent})
+        try:
+            deadline(120, "the consumer to process every record sent",
+                     lambda: {(s.topic, s.seq) for s in consumer.seen} >= {(s.topic, s.seq) for s in traffic.sent})
+        except ExpectationFailed as exc:
+            raise ExpectationFailed(f"{exc}; the consumer reported: {consumer.errors[-3:]}") if consumer.errors \
+                else exc from None
     if traffic.errors:
         raise CutoverError(f"the sample producer reported: {traffic.errors[0]}")
     return {"produced": traffic.count(), "consumed": d.consumer.count() if d.consumer else None}
