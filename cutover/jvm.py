@@ -72,7 +72,11 @@ MIRROR_MAKER = JarSet(
      "org.slf4j:slf4j-simple:1.7.36"),
 )
 
-JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER)}
+#: Apache Kafka's own command-line tools, among them the system-test clients
+#: VerifiableProducer and VerifiableConsumer that the tests drive a switch with.
+KAFKA_TOOLS = JarSet("kafka-tools", (f"org.apache.kafka:kafka-tools:{KAFKA_VERSION}", "org.slf4j:slf4j-simple:1.7.36"))
+
+JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS)}
 
 
 def cutover_home() -> Path:

@@ -33,15 +33,20 @@ def _render_status(s: dict[str, Any]) -> str:
     for side in ("old", "new"):
         c = s[side]
         brokers = c["brokers"]
+        kafka = f"Kafka {c['kafka_version']}" + (" on ZooKeeper" if c["metadata"] == "zookeeper" else "")
         if len(brokers) == 1:
             state = f"running (pid {c['pid']})" if c["running"] else "stopped"
-            lines.append(f"  {side:4} {c['bootstrap']:22} {state:20} Kafka {c['kafka_version']:6} {c['security']}")
-            continue
-        up = sum(b["running"] for b in brokers)
-        lines.append(f"  {side:4} {len(brokers)} brokers, {up} running, Kafka {c['kafka_version']}, {c['security']}")
-        for b in brokers:
-            state = f"running (pid {b['pid']})" if b["running"] else "stopped"
-            lines.append(f"       broker {b['broker']} {b['bootstrap']:22} {state}")
+            lines.append(f"  {side:4} {c['bootstrap']:22} {state:20} {kafka:12} {c['security']}")
+        else:
+            up = sum(b["running"] for b in brokers)
+            lines.append(f"  {side:4} {len(brokers)} brokers, {up} running, {kafka}, {c['security']}")
+            for b in brokers:
+                state = f"running (pid {b['pid']})" if b["running"] else "stopped"
+                lines.append(f"       broker {b['broker']} {b['bootstrap']:22} {state}")
+        if "zookeeper" in c:
+            zk = c["zookeeper"]
+            state = f"running (pid {zk['pid']})" if zk["running"] else "stopped"
+            lines.append(f"       zookeeper {zk['connect']:19} {state}")
     lines.append(f"  catalog {s['catalog']['name']}: {s['catalog']['uri']}")
     lines.append(f"  plan    {s['plan']}")
     return "\n".join(lines)
@@ -49,7 +54,7 @@ def _render_status(s: dict[str, Any]) -> str:
 
 @click.group("local")
 def local_group() -> None:
-    """Run a local sandbox: two real KRaft Kafka clusters ("old", "new") and an Iceberg catalog."""
+    """Run a local sandbox: two real Kafka clusters ("old", "new") and an Iceberg catalog."""
 
 
 def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[..., dict[str, str]]:
@@ -88,11 +93,17 @@ def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[
               "--brokers old=3"), help="Brokers in a cluster: 1 (default) or 3 (combined broker+controller "
               "nodes in one quorum; topics default to replication factor 3 and min.insync.replicas 2). Only when "
               "the sandbox is first created.")
+@click.option("--metadata", "metadata", multiple=True, metavar="CLUSTER=MODE",
+              callback=_per_cluster("MODE", ("kraft", "zookeeper"), "--metadata old=zookeeper"),
+              help="How a cluster keeps its metadata: kraft (default) or zookeeper (a ZooKeeper server beside "
+              "the brokers; Kafka 3.9.1, the last release with it, which it then defaults to). Only when the "
+              "sandbox is first created.")
 def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str],
-           versions: dict[str, str], sizes: dict[str, str]) -> None:
+           versions: dict[str, str], sizes: dict[str, str], metadata: dict[str, str]) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
     chosen = {**{side: "scram" for side in secure}, **security}
-    emit(_sandbox(folder).up(chosen, versions, {side: int(n) for side, n in sizes.items()}), fmt, _render_status)
+    emit(_sandbox(folder).up(chosen, versions, {side: int(n) for side, n in sizes.items()}, metadata), fmt,
+         _render_status)
 
 
 @local_group.command("fetch")

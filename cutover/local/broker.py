@@ -1,4 +1,4 @@
-"""One single-node KRaft Kafka broker process: configure, format, start, wait, stop.
+"""One Kafka broker process (KRaft, or ZooKeeper mode on 3.9): configure, format, start, wait, stop.
 
 A broker is identified by its folder. Stopping checks that the PID still runs our
 server.properties before signalling it, so a recycled PID is never killed.
@@ -9,14 +9,16 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from cutover import jvm
 from cutover.errors import SandboxError
@@ -65,6 +67,8 @@ class BrokerSpec:
     #: Every node of a multi-broker cluster as (node id, controller port): a static
     #: controller quorum of combined broker+controller nodes. Empty: one standalone node.
     voters: tuple[tuple[int, int], ...] = ()
+    #: The port of the cluster's ZooKeeper when it runs in ZooKeeper mode; None: KRaft.
+    zookeeper: int | None = None
 
     @property
     def size(self) -> int:
@@ -74,6 +78,10 @@ class BrokerSpec:
     @property
     def label(self) -> str:
         return self.name if self.size == 1 else f"{self.name} broker {self.node_id}"
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} broker" if self.size == 1 else self.label
 
     @property
     def secure(self) -> bool:
@@ -111,14 +119,18 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
     quorum = (f"controller.quorum.voters={','.join(f'{i}@127.0.0.1:{p}' for i, p in spec.voters)}" if n > 1
               else f"controller.quorum.bootstrap.servers=127.0.0.1:{spec.controller_port}")
     isr = 2 if n >= 3 else 1  # production's usual RF 3 / min.insync.replicas 2
+    if spec.zookeeper is not None:
+        metadata = [f"broker.id={spec.node_id}", f"zookeeper.connect=127.0.0.1:{spec.zookeeper}",
+                    f"listeners={client}://127.0.0.1:{spec.port}",
+                    f"listener.security.protocol.map={client}:{client}"]
+    else:
+        metadata = ["process.roles=broker,controller", f"node.id={spec.node_id}", quorum,
+                    f"listeners={client}://127.0.0.1:{spec.port},CONTROLLER://127.0.0.1:{spec.controller_port}",
+                    "controller.listener.names=CONTROLLER",
+                    f"listener.security.protocol.map={client}:{client},CONTROLLER:PLAINTEXT"]
     lines = [
-        "process.roles=broker,controller",
-        f"node.id={spec.node_id}",
-        quorum,
-        f"listeners={client}://127.0.0.1:{spec.port},CONTROLLER://127.0.0.1:{spec.controller_port}",
+        *metadata,
         f"advertised.listeners={client}://127.0.0.1:{spec.port}",
-        "controller.listener.names=CONTROLLER",
-        f"listener.security.protocol.map={client}:{client},CONTROLLER:PLAINTEXT",
         f"inter.broker.listener.name={client}",
         f"log.dirs={spec.data_dir}",
         "num.partitions=1",
@@ -135,7 +147,9 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
         "group.initial.rebalance.delay.ms=0",
         "log.cleaner.backoff.ms=1000",
     ]
-    super_users = [f"User:{ADMIN_USER}", "User:ANONYMOUS"]
+    # KRaft: ANONYMOUS only ever arrives on the loopback CONTROLLER listener (the node talking
+    # to its own controller). ZooKeeper mode has no such listener, so no ANONYMOUS super user.
+    super_users = [f"User:{ADMIN_USER}"] + ([] if spec.zookeeper is not None else ["User:ANONYMOUS"])
     if spec.security in ("scram", "sasl_ssl"):
         assert admin_password is not None
         lines += [
@@ -166,9 +180,8 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
         super_users.append(f"User:{spec.name}-broker")
     if spec.secure:
         lines += [
-            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            # ANONYMOUS only ever arrives on the loopback CONTROLLER listener (the node
-            # talking to its own controller); client listeners all authenticate.
+            "authorizer.class.name=" + ("kafka.security.authorizer.AclAuthorizer" if spec.zookeeper is not None
+                                        else "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
             f"super.users={';'.join(super_users)}",
             "allow.everyone.if.no.acl.found=false",
         ]
@@ -179,16 +192,18 @@ def _classpath(version: str) -> str:
     return os.pathsep.join(str(j) for j in jvm.resolve(jvm.kafka_broker(version)))
 
 
-def _jvm_cmd(spec: BrokerSpec, main: str, *args: str) -> list[str]:
+def jvm_cmd(version: str, main: str, *args: str) -> list[str]:
+    """A JVM running `main` of Kafka `version`'s jars (the broker, its tools, ZooKeeper)."""
     return [jvm.java(), "-Xms128m", "-Xmx768m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
-            "-cp", _classpath(spec.version), main, *args]
+            "-cp", _classpath(version), main, *args]
 
 
 def format_storage(spec: BrokerSpec, scram_users: dict[str, str]) -> None:
     """Write the config and format the log folder (once; KRaft needs it before first start)."""
     spec.folder.mkdir(parents=True, exist_ok=True)
-    cmd = _jvm_cmd(spec, "kafka.tools.StorageTool", "format", "-t", spec.cluster_id, "-c", str(spec.config_file))
+    cmd = jvm_cmd(spec.version, "kafka.tools.StorageTool", "format", "-t", spec.cluster_id, "-c",
+                  str(spec.config_file))
     if spec.size == 1:
         cmd.append("--standalone")  # a static quorum (controller.quorum.voters) takes no flag
     for user, password in scram_users.items():
@@ -196,7 +211,7 @@ def format_storage(spec: BrokerSpec, scram_users: dict[str, str]) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         output = done.stdout[-800:] + done.stderr[-800:]
-        raise SandboxError(f"formatting the {spec.label} broker's storage failed:\n{output}",
+        raise SandboxError(f"formatting the {spec.title}'s storage failed:\n{output}",
                            fix=f"remove {spec.folder} (cutover local down --purge) and run up again")
 
 
@@ -208,13 +223,20 @@ def start(spec: BrokerSpec) -> int:
 def start_all(specs: list[BrokerSpec]) -> list[int]:
     """Start brokers together (a quorum forms only when most of its nodes run); return
     their PIDs once every one accepts connections."""
-    launched: list[tuple[BrokerSpec, subprocess.Popen[bytes], int]] = []
+    return start_processes(specs, "kafka.Kafka", started)
+
+
+def start_processes(specs: Sequence[Process], main: str, ready: Callable[[str], bool],
+                    timeout: float = READY_TIMEOUT) -> list[int]:
+    """Launch `main` for every spec, then wait until each accepts connections on its port and
+    `ready` holds for its log lines of this run; their PIDs."""
+    launched: list[tuple[Process, subprocess.Popen[bytes], int]] = []
     try:
         for spec in specs:
-            launched.append((spec, *_launch(spec)))
-        return [_wait_ready(spec, proc, offset) for spec, proc, offset in launched]
+            launched.append((spec, *launch(spec, main)))
+        return [wait_ready(spec, proc, offset, ready, timeout) for spec, proc, offset in launched]
     except BaseException:
-        # Not ready (error, timeout, Ctrl-C): never leave a broker nobody knows about.
+        # Not ready (error, timeout, Ctrl-C): never leave a process nobody knows about.
         for _spec, proc, _offset in launched:
             if proc.poll() is None:
                 proc.kill()
@@ -222,35 +244,66 @@ def start_all(specs: list[BrokerSpec]) -> list[int]:
         raise
 
 
-def _launch(spec: BrokerSpec) -> tuple[subprocess.Popen[bytes], int]:
+def launch(spec: Process, main: str) -> tuple[subprocess.Popen[bytes], int]:
+    """Start `main` on the spec's config in its own session, output to its log; returns the
+    process and where this run's lines start in the log."""
     with open(spec.log_file, "ab") as log:
-        log.write(f"\n===== cutover: starting broker {spec.label} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        log.write(f"\n===== cutover: starting {spec.title} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
         log.flush()
         offset = log.tell()  # readiness is read from this run's lines only
-        proc = subprocess.Popen(_jvm_cmd(spec, "kafka.Kafka", str(spec.config_file)), stdout=log,
+        proc = subprocess.Popen(jvm_cmd(spec.version, main, str(spec.config_file)), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                 cwd=spec.folder)
     return proc, offset
 
 
-def _wait_ready(spec: BrokerSpec, proc: subprocess.Popen[bytes], offset: int) -> int:
-    deadline = time.monotonic() + READY_TIMEOUT
+def wait_ready(spec: Process, proc: subprocess.Popen[bytes], offset: int, ready: Callable[[str], bool],
+               timeout: float = READY_TIMEOUT) -> int:
+    """The PID once the process accepts connections on its port and `ready` holds for this
+    run's log lines; a port taken raises PortInUse, an early exit quotes the log."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = _tail(spec.log_file, offset)
-            if "Address already in use" in tail or "BindException" in tail:
-                raise PortInUse(f"the {spec.label} broker's port is taken")
-            raise SandboxError(f"the {spec.label} broker exited during start (code {proc.returncode}); "
-                               f"last lines of {spec.log_file}:\n{tail[-1500:]}")
-        if _accepts(spec.port) and "Kafka Server started" in _tail(spec.log_file, offset):
+            lines = tail(spec.log_file, offset)
+            if "Address already in use" in lines or "BindException" in lines:
+                raise PortInUse(f"the {spec.title}'s port is taken")
+            raise SandboxError(f"the {spec.title} exited during start (code {proc.returncode}); "
+                               f"last lines of {spec.log_file}:\n{lines[-1500:]}")
+        if accepts(spec.port) and ready(tail(spec.log_file, offset)):
             return proc.pid
         time.sleep(0.2)
-    raise SandboxError(f"the {spec.label} broker did not start within {READY_TIMEOUT:.0f}s",
-                       fix=f"read {spec.log_file}")
+    raise SandboxError(f"the {spec.title} did not start within {timeout:.0f}s", fix=f"read {spec.log_file}")
 
 
-def running(spec: BrokerSpec, pid: int | None) -> bool:
-    """True when `pid` is alive and is this broker (its command line names our config)."""
+#: What a broker logs once it serves: KRaft mode, and ZooKeeper mode.
+_STARTED = re.compile(r"Kafka Server started|\[KafkaServer id=\d+\] started")
+
+
+def started(log: str) -> bool:
+    """Whether these broker log lines say it has started."""
+    return _STARTED.search(log) is not None
+
+
+class Process(Protocol):
+    """A JVM process the sandbox runs (a broker, a ZooKeeper), known by the config file on
+    its command line."""
+
+    @property
+    def title(self) -> str: ...
+    @property
+    def folder(self) -> Path: ...
+    @property
+    def config_file(self) -> Path: ...
+    @property
+    def log_file(self) -> Path: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
+def running(spec: Process, pid: int | None) -> bool:
+    """True when `pid` is alive and is this process (its command line names our config)."""
     if not pid:
         return False
     try:
@@ -260,8 +313,8 @@ def running(spec: BrokerSpec, pid: int | None) -> bool:
     return str(spec.config_file).encode() in cmdline
 
 
-def stop(spec: BrokerSpec, pid: int | None, kill: bool = False) -> bool:
-    """Stop the broker (SIGTERM, or SIGKILL with kill=True). Returns whether it was running."""
+def stop(spec: Process, pid: int | None, kill: bool = False) -> bool:
+    """Stop the process (SIGTERM, or SIGKILL with kill=True). Returns whether it was running."""
     if not running(spec, pid):
         return False
     assert pid is not None
@@ -282,13 +335,13 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _accepts(port: int) -> bool:
+def accepts(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _tail(file: Path, offset: int) -> str:
+def tail(file: Path, offset: int) -> str:
     with open(file, "rb") as f:
         f.seek(offset)
         return f.read().decode(errors="replace")

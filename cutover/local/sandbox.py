@@ -1,4 +1,6 @@
-"""The local sandbox: two single-node KRaft clusters ("old", "new") and an Iceberg catalog.
+"""The local sandbox: two Kafka clusters ("old", "new") and an Iceberg catalog.
+
+Each cluster has one or three brokers, on KRaft or (the old one, on Kafka 3.9) ZooKeeper.
 
 Everything lives in one folder: a state file (ports, cluster ids, PIDs), one folder
 per broker (config, data, broker.log), the SQLite catalog and warehouse, and a
@@ -9,6 +11,7 @@ stop/start.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -24,13 +27,16 @@ from typing import Any
 
 from cutover import jvm
 from cutover.errors import SandboxError, UsageError
-from cutover.local import broker
+from cutover.local import broker, zookeeper
 from cutover.output import progress
 from cutover.plan import ClusterSide
 from cutover.plan.model import Catalog
 
 SIDES: tuple[ClusterSide, ...] = ("old", "new")
-STATE_VERSION = 1
+#: 2 when a cluster runs on ZooKeeper (an older cutover, which reads only 1, then refuses
+#: the state instead of taking the cluster for KRaft); 1 otherwise.
+STATE_VERSION = 2
+_STATE_VERSIONS = (1, 2)
 CATALOG_NAME = "cutover"
 _PORT_TRIES = 5
 
@@ -50,12 +56,18 @@ class NodeState:
         return cls(free_port(), free_port())
 
 
+#: How a cluster keeps its metadata: KRaft (every release), or ZooKeeper (Kafka 3.9 only).
+METADATA = ("kraft", "zookeeper")
+
+
 @dataclass
 class ClusterState:
     cluster_id: str
     nodes: list[NodeState]
     security: broker.Security = "plaintext"
     kafka_version: str = jvm.KAFKA_VERSION
+    #: ZooKeeper mode: its server's port and PID (controller_port unused); None: KRaft.
+    zookeeper: NodeState | None = None
 
     @classmethod
     def load(cls, raw: dict[str, Any]) -> ClusterState:
@@ -63,7 +75,13 @@ class ClusterState:
             return cls(raw["cluster_id"], [NodeState(raw["port"], raw["controller_port"], raw.get("pid"))],
                        raw.get("security") or ("scram" if raw.get("secure") else "plaintext"),
                        raw.get("kafka_version") or jvm.KAFKA_VERSION)
-        return cls(raw["cluster_id"], [NodeState(**n) for n in raw["nodes"]], raw["security"], raw["kafka_version"])
+        zk = raw.get("zookeeper")
+        return cls(raw["cluster_id"], [NodeState(**n) for n in raw["nodes"]], raw["security"], raw["kafka_version"],
+                   NodeState(**zk) if zk else None)
+
+    @property
+    def metadata(self) -> str:
+        return "zookeeper" if self.zookeeper else "kraft"
 
     @property
     def version(self) -> str:
@@ -130,7 +148,14 @@ class Sandbox:
         voters = tuple((i, m.controller_port) for i, m in enumerate(st.nodes, 1)) if len(st.nodes) > 1 else ()
         return broker.BrokerSpec(side, self.dir / (side if node == 1 else f"{side}-{node}"), n.port,
                                  n.controller_port, st.cluster_id, st.mode, self.tls_dir if st.tls else None,
-                                 st.version, node, voters)
+                                 st.version, node, voters, st.zookeeper.port if st.zookeeper else None)
+
+    def zookeeper_of(self, side: ClusterSide, st: ClusterState) -> tuple[zookeeper.ZooKeeperSpec, NodeState] | None:
+        """A ZooKeeper-mode cluster's server (its spec, and its port and PID); None for KRaft."""
+        if st.zookeeper is None:
+            return None
+        return zookeeper.ZooKeeperSpec(side, self.dir / f"{side}-zookeeper", st.zookeeper.port,
+                                       st.version), st.zookeeper
 
     def specs(self, side: ClusterSide, st: ClusterState) -> list[broker.BrokerSpec]:
         return [self.spec(side, st, i) for i in range(1, len(st.nodes) + 1)]
@@ -153,12 +178,13 @@ class Sandbox:
         if not self.exists():
             raise SandboxError(f"no sandbox in {self.dir}", fix="run: cutover local up")
         raw = json.loads(self.state_file.read_text())
-        if raw.get("version") != STATE_VERSION:
+        if raw.get("version") not in _STATE_VERSIONS:
             raise SandboxError(f"{self.state_file} has state version {raw.get('version')}; this cutover reads "
-                               f"{STATE_VERSION}", fix="cutover local down --purge, then up")
+                               f"{' or '.join(map(str, _STATE_VERSIONS))}", fix="cutover local down --purge, then up")
         return State(clusters={k: ClusterState.load(v) for k, v in raw["clusters"].items()})
 
     def _save(self, state: State) -> None:
+        state.version = STATE_VERSION if any(st.zookeeper for st in state.clusters.values()) else 1
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(state), indent=2, sort_keys=True))
         tmp.replace(self.state_file)
@@ -173,15 +199,25 @@ class Sandbox:
     # ----- lifecycle
     def up(self, security: Mapping[ClusterSide, broker.Security] | None = None,
            versions: Mapping[ClusterSide, str] | None = None, brokers: Mapping[ClusterSide, int] | None = None,
-           ) -> dict[str, Any]:
+           metadata: Mapping[ClusterSide, str] | None = None) -> dict[str, Any]:
         """Create (first time) and start whatever is not running. Idempotent.
 
         `security` chooses each cluster's client listener (default plaintext) and `versions`
         its Kafka release (default jvm.KAFKA_VERSION) and `brokers` how many brokers it has
         (1, or 3 with replication factor 3 and min.insync.replicas 2) when the sandbox is
-        created; an existing sandbox keeps its own and refuses different ones.
+        created; an existing sandbox keeps its own and refuses different ones. `metadata`
+        "zookeeper" runs a cluster on ZooKeeper instead of KRaft (Kafka 3.9.1, the last
+        release with it; the default version of such a cluster).
         """
         security, versions, sizes = dict(security or {}), dict(versions or {}), dict(brokers or {})
+        modes = dict(metadata or {})
+        zk_version = zookeeper.ZOOKEEPER_KAFKA_VERSION
+        for side, mode in modes.items():
+            if mode == "zookeeper" and versions.setdefault(side, zk_version) != zk_version:
+                raise UsageError(f"Kafka {versions[side]} for the {side} cluster cannot run on ZooKeeper "
+                                 "(Kafka 4.0 removed it)",
+                                 fix=f"use --kafka-version {side}={zk_version} with --metadata {side}=zookeeper, "
+                                 "or leave --metadata out for KRaft")
         for side, version in versions.items():
             if version not in jvm.KAFKA_VERSIONS:
                 raise UsageError(f"Kafka {version} for the {side} cluster: the sandbox runs "
@@ -191,13 +227,15 @@ class Sandbox:
         for version in {jvm.KAFKA_VERSION, *versions.values()}:
             jvm.resolve(jvm.kafka_broker(version))
         with self._locked():
-            state = self._load() if self.exists() else self._create(security, versions, sizes)
+            state = self._load() if self.exists() else self._create(security, versions, sizes, modes)
             for side in SIDES:
                 st = state.clusters[side]
                 if security.get(side, st.mode) != st.mode or versions.get(side, st.version) != st.version \
-                        or sizes.get(side, len(st.nodes)) != len(st.nodes):
+                        or sizes.get(side, len(st.nodes)) != len(st.nodes) \
+                        or modes.get(side, st.metadata) != st.metadata:
                     raise UsageError(f"the sandbox in {self.dir} already exists with different settings "
-                                     f"({side}: {st.mode}, Kafka {st.version}, {len(st.nodes)} broker(s))",
+                                     f"({side}: {st.mode}, Kafka {st.version}"
+                                     f"{' on ZooKeeper' if st.zookeeper else ''}, {len(st.nodes)} broker(s))",
                                      fix="cutover local down --purge, then up with the options you want")
             for side in SIDES:  # a sandbox made with another release than the default
                 jvm.resolve(jvm.kafka_broker(state.clusters[side].version))
@@ -208,14 +246,15 @@ class Sandbox:
             return self._describe(state)
 
     def _create(self, security: Mapping[ClusterSide, broker.Security], versions: Mapping[ClusterSide, str],
-                sizes: Mapping[ClusterSide, int]) -> State:
+                sizes: Mapping[ClusterSide, int], modes: Mapping[ClusterSide, str]) -> State:
         progress(f"creating sandbox in {self.dir}")
         state = State()
         secrets_env: dict[str, str] = {}
         for side in SIDES:
             mode = security.get(side, "plaintext")
             st = ClusterState(broker.new_cluster_id(), [NodeState.fresh() for _ in range(sizes.get(side, 1))],
-                              mode, versions.get(side, jvm.KAFKA_VERSION))
+                              mode, versions.get(side, jvm.KAFKA_VERSION),
+                              NodeState(free_port(), 0) if modes.get(side) == "zookeeper" else None)
             state.clusters[side] = st
             if mode in ("scram", "sasl_ssl"):
                 for user in (broker.ADMIN_USER, broker.READER_USER):
@@ -254,18 +293,51 @@ class Sandbox:
         st = state.clusters[side]
         pw = self._secrets()
         admin_pw = pw.get(_password_var(side, broker.ADMIN_USER))
-        users = ({u: pw[_password_var(side, u)] for u in (broker.ADMIN_USER, broker.READER_USER)}
-                 if st.mode in ("scram", "sasl_ssl") else {})
+        users = self._scram_users(side, st, pw)
         for spec in self.specs(side, st):
             spec.folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(broker.render_config(spec, admin_pw, pw.get(STORE_PASSWORD_VAR)))
-            if not spec.data_dir.exists():
+            if not spec.data_dir.exists() and not st.zookeeper:  # ZooKeeper mode: users go in at first start
                 broker.format_storage(spec, users)
+
+    @staticmethod
+    def _scram_users(side: ClusterSide, st: ClusterState, pw: Mapping[str, str]) -> dict[str, str]:
+        return ({u: pw[_password_var(side, u)] for u in (broker.ADMIN_USER, broker.READER_USER)}
+                if st.mode in ("scram", "sasl_ssl") else {})
+
+    def _ensure_zookeeper(self, state: State, side: ClusterSide) -> None:
+        """ZooKeeper mode: the cluster's ZooKeeper runs, its PID saved at once, and it holds the
+        SCRAM users (written once, marked done only when they are in)."""
+        st = state.clusters[side]
+        found = self.zookeeper_of(side, st)
+        if found is None or broker.running(found[0], found[1].pid):
+            return
+        spec, zk = found
+        users_done = spec.folder / "scram-users.done"
+        for attempt in range(_PORT_TRIES):
+            progress(f"starting the {spec.label} on {spec.connect}")
+            try:
+                zk.pid = zookeeper.start(spec)
+                break
+            except broker.PortInUse:
+                if users_done.exists() or attempt == _PORT_TRIES - 1:
+                    raise SandboxError(f"the {spec.label}'s port {zk.port} is in use",
+                                       fix="free the port, or cutover local down --purge to choose new ports") \
+                        from None
+                # Never set up: choose a new port, and point the brokers at it.
+                zk.port = free_port()
+                self._format(state, side)
+                spec = dataclasses.replace(spec, port=zk.port)
+        self._save(state)
+        if not users_done.exists():
+            zookeeper.add_scram_users(spec, self._scram_users(side, st, self._secrets()))
+            users_done.touch()
 
     def _ensure_running(self, state: State, side: ClusterSide, node: int | None = None) -> None:
         st = state.clusters[side]
+        self._ensure_zookeeper(state, side)  # before any broker: they cannot start without it
         down = [i for i in range(1, len(st.nodes) + 1) if (node is None or i == node)
                 and not broker.running(self.spec(side, st, i), st.nodes[i - 1].pid)]
         if down:
@@ -457,6 +529,10 @@ class Sandbox:
         for i in reversed(nodes):  # the first node last: it is the one clients know first
             was = broker.stop(self.spec(side, st, i), st.nodes[i - 1].pid, kill=kill) or was
             st.nodes[i - 1].pid = None
+        found = self.zookeeper_of(side, st)
+        if found is not None and node is None:  # the whole cluster: its ZooKeeper too
+            was = broker.stop(found[0], found[1].pid, kill=kill) or was
+            found[1].pid = None
         self._save(state)
         return was
 
@@ -470,15 +546,18 @@ class Sandbox:
             brokers = []
             for i, (spec, node) in enumerate(zip(self.specs(side, st), st.nodes, strict=True), 1):
                 alive = broker.running(spec, node.pid)
-                brokers.append({"broker": i, "bootstrap": spec.bootstrap, "controller_port": node.controller_port,
+                brokers.append({"broker": i, "bootstrap": spec.bootstrap,
+                                "controller_port": None if st.zookeeper else node.controller_port,
                                 "running": alive, "pid": node.pid if alive else None, "log": str(spec.log_file)})
             out[side] = {
                 "bootstrap": st.bootstrap,
-                "running": all(b["running"] for b in brokers),
+                "running": all(b["running"] for b in brokers) and self._zookeeper_running(side, st),
                 "pid": brokers[0]["pid"],
-                "cluster_id": st.cluster_id,
+                "cluster_id": self._cluster_id(side, st),
                 "security": broker.describe(st.mode),
                 "kafka_version": st.version,
+                "metadata": st.metadata,
+                **({"zookeeper": self._describe_zookeeper(side, st)} if st.zookeeper else {}),
                 "users": [broker.ADMIN_USER, broker.READER_USER] if broker.authenticates(st.mode) else [],
                 "log": brokers[0]["log"],
                 "brokers": brokers,
@@ -486,6 +565,28 @@ class Sandbox:
         cat = self.catalog_spec()
         out["catalog"] = {"name": cat.name, "type": "sql", "uri": cat.uri, "warehouse": cat.warehouse}
         return out
+
+    def _cluster_id(self, side: ClusterSide, st: ClusterState) -> str | None:
+        """KRaft: the id the sandbox formatted the storage with. ZooKeeper mode: the id the
+        cluster chose at its first start (in each broker's meta.properties); None before."""
+        if not st.zookeeper:
+            return st.cluster_id
+        meta = self.spec(side, st).data_dir / "meta.properties"
+        lines = meta.read_text().splitlines() if meta.is_file() else []
+        return next((line.split("=", 1)[1] for line in lines if line.startswith("cluster.id=")), None)
+
+    def _zookeeper_running(self, side: ClusterSide, st: ClusterState) -> bool:
+        """True in KRaft mode (nothing to run); in ZooKeeper mode, whether its server runs."""
+        found = self.zookeeper_of(side, st)
+        return found is None or broker.running(found[0], found[1].pid)
+
+    def _describe_zookeeper(self, side: ClusterSide, st: ClusterState) -> dict[str, Any]:
+        found = self.zookeeper_of(side, st)
+        assert found is not None
+        spec, zk = found
+        alive = broker.running(spec, zk.pid)
+        return {"connect": spec.connect, "running": alive, "pid": zk.pid if alive else None,
+                "log": str(spec.log_file)}
 
 
 STORE_PASSWORD_VAR = "CUTOVER_SANDBOX_TLS_STORE_PASSWORD"
@@ -497,4 +598,4 @@ def _password_var(side: str, user: str) -> str:
 
 def _has_started_before(spec: broker.BrokerSpec) -> bool:
     """A broker that ran before is known to clients by its port: do not move it."""
-    return spec.log_file.exists() and "Kafka Server started" in spec.log_file.read_text(errors="replace")
+    return spec.log_file.exists() and broker.started(spec.log_file.read_text(errors="replace"))

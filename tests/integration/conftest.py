@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,25 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     yield box
     if not reuse:
         box.down()
+
+
+@contextmanager
+def shaped_sandbox(factory: pytest.TempPathFactory, name: str, *up_args: str, reuse_env: str | None = None,
+                   timeout: float = 600) -> Iterator[Sandbox]:
+    """A sandbox of another shape for one test module: `cutover local up UP_ARGS`, brought down
+    at the end even when `up` failed half-way. With `reuse_env` set to a folder in the
+    environment, that sandbox is used (and left running), for faster local iteration."""
+    from tests.conftest import cutover
+
+    reuse = os.environ.get(reuse_env) if reuse_env else None
+    box = Sandbox(Path(reuse) if reuse else factory.mktemp(name))
+    try:
+        run = cutover("local", "up", *up_args, "--dir", str(box.dir), timeout=timeout)
+        assert run.code == 0, run.err
+        yield box
+    finally:
+        if not reuse:
+            box.down()
 
 
 @pytest.fixture(scope="session")

@@ -203,3 +203,44 @@ def position(plan_file: Path) -> int:
 
     run = cutover("mirror", "status", "--plan", str(plan_file), "-o", "json")
     return sum(p["position"] or 0 for p in run.json()["partitions"]) if run.code == 0 else 0
+
+
+def killed_at_random_moments(plan_file: Path, ns: str, tmp: Path, kills: int = 10) -> None:
+    """The randomized exactly-once test: transactional traffic (committed and aborted, tombstones,
+    headers, big values) flows into a topic on the old cluster while the mirror is SIGKILLed at
+    random moments `kills` times; one last run catches up, and the new cluster must then hold
+    the old one's records exactly, field by field, each once."""
+    from cutover.plan import load_plan
+    from tests.conftest import cutover, wait_for
+    from tests.integration.kafka_util import create_topic, read_all
+
+    scoped = scoped_plan(plan_file, ns, tmp)
+    plan = load_plan(scoped)
+    old, topic = plan.cluster("old"), f"{ns}.orders"
+    create_topic(old, topic, 4)
+    feed = Feed(Traffic(old, topic, 4, seed=11, txn_id=f"{ns}-producer"), pause=0)
+    rnd, killed, proc = random.Random(3), 0, None
+    try:
+        while killed < kills:
+            ready = tmp / f"ready-{killed}"
+            proc = start_mirror(scoped, "--ready-file", str(ready))
+            wait_for(lambda: ready.exists() or proc.poll() is not None, 120, "the mirror to start copying")  # noqa: B023
+            try:
+                proc.wait(timeout=rnd.uniform(0.3, 2.5))  # a random moment while it copies
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate(timeout=30)
+                killed += 1
+            else:
+                raise AssertionError(f"the mirror exited by itself: {proc.communicate()}")
+        assert position(scoped) > 0, "no progress was committed between the kills"
+    finally:
+        feed.finish()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    run = cutover("mirror", "--plan", str(scoped), "--until-caught-up", "-o", "json")
+    assert run.code == 0, run.err
+    source, target = read_all(old, topic, 4, timeout=60), read_all(plan.cluster("new"), topic, 4, timeout=60)
+    assert len(source) > 500
+    assert content(target) == content(source)

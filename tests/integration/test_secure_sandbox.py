@@ -13,16 +13,14 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, load_plan
 from tests.conftest import cutover
+from tests.integration.conftest import shaped_sandbox
 from tests.integration.kafka_util import create_topic, produce, read_all
 
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    box = Sandbox(tmp_path_factory.mktemp("secure"))
-    run = cutover("local", "up", "--secure", "old", "--dir", str(box.dir))
-    assert run.code == 0, run.err
-    yield box
-    box.down()
+    with shaped_sandbox(tmp_path_factory, "secure", "--secure", "old", timeout=300) as box:
+        yield box
 
 
 def reader_plan(box: Sandbox, tmp: Path, password_var: str = "CUTOVER_SANDBOX_OLD_READER_PASSWORD") -> Path:

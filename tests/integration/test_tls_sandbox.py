@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, Producer
 from cutover.local.sandbox import Sandbox
 from cutover.plan import load_plan
 from tests.conftest import cutover
+from tests.integration.conftest import shaped_sandbox
 from tests.integration.kafka_util import create_topic, produce, read_all
 from tests.integration.mirror_util import mirror_a_topic_and_a_group, scoped_plan
 from tests.integration.shadow_util import as_rec, produce_txn, rows
@@ -24,12 +25,9 @@ from tests.integration.shadow_util import as_rec, produce_txn, rows
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    box = Sandbox(tmp_path_factory.mktemp("tls"))
-    run = cutover("local", "up", "--security", "old=sasl_ssl", "--security", "new=mtls",
-                  "--kafka-version", "old=3.9.1", "--dir", str(box.dir), timeout=300)
-    assert run.code == 0, run.err
-    yield box
-    box.down()
+    with shaped_sandbox(tmp_path_factory, "tls", "--security", "old=sasl_ssl", "--security", "new=mtls",
+                        "--kafka-version", "old=3.9.1", timeout=300) as box:
+        yield box
 
 
 def _secrets(box: Sandbox) -> list[str]:
@@ -118,12 +116,16 @@ def test_mirror_from_sasl_ssl_to_mtls_copies_records_and_groups_exactly(tls: San
 
 
 def test_shadow_reads_the_mtls_cluster_with_spark(tls: Sandbox, tmp_path: Path, ns: str) -> None:
-    """Spark's Java Kafka client gets the client certificate as a PEM key store."""
+    """Spark's Java Kafka client gets the client certificate as a PEM key store; neither it nor
+    any password reaches the output or Spark's event log (what the history server shows)."""
     from tests.integration.shadow_util import shadow_plan
 
-    topic = f"{ns}.events"
+    topic, events = f"{ns}.events", tmp_path / "spark-events"
+    events.mkdir()
     plan = shadow_plan(tls.plan_file, ns, tmp_path,
-                       [{"topic": topic, "old": f"{ns}.old", "new": f"{ns}.events", "format": "raw"}])
+                       [{"topic": topic, "old": f"{ns}.old", "new": f"{ns}.events", "format": "raw"}],
+                       conf={"spark.sql.shuffle.partitions": "4", "spark.eventLog.enabled": "true",
+                             "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false"})
     new = plan.cluster("new")
     create_topic(new, topic, 2)
     produce_txn(new, topic, f"{ns}-tx", [([{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2}
@@ -133,6 +135,10 @@ def test_shadow_reads_the_mtls_cluster_with_spark(tls: Sandbox, tmp_path: Path, 
     assert run.json()["tables"][0]["rows"] == 30
     assert [as_rec(r) for r in rows(plan, f"{ns}.events")] == read_all(new, topic, 2)
     assert not _leaks(tls, run.out, run.err)
+    logged = [f.read_text(errors="replace") for f in events.rglob("*") if f.is_file()]
+    for what in ("SparkListenerEnvironmentUpdate", "SparkListenerSQLExecutionStart", f"{ns}.events"):
+        assert what in "".join(logged), what  # every property and each query's plan are in it
+    assert not _leaks(tls, *logged)
 
 
 def _other_ca(folder: Path) -> Path:

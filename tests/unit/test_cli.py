@@ -82,3 +82,15 @@ def test_up_without_java_fails_cleanly_and_writes_nothing(
     assert code == ExitCode.ERROR and out == ""
     assert err.startswith("error: Java was not found (no java on PATH and no JAVA_HOME)\n  fix: install a JDK 17")
     assert not (tmp_path / "sb").exists()
+
+
+def test_zookeeper_needs_kafka_3_9_and_nothing_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["local", "up", "--metadata", "old=zookeeper", "--kafka-version", "old=4.1.1",
+                          "--dir", str(tmp_path / "sb")], capsys)
+    assert code == ExitCode.USAGE and out == ""
+    assert "error: Kafka 4.1.1 for the old cluster cannot run on ZooKeeper (Kafka 4.0 removed it)" in err
+    assert "fix: use --kafka-version old=3.9.1 with --metadata old=zookeeper" in err
+    assert not (tmp_path / "sb").exists()
+    code, _, err = run(["local", "up", "--metadata", "old=etcd", "--dir", str(tmp_path / "sb")], capsys)
+    assert code == ExitCode.USAGE and "expected CLUSTER=MODE with CLUSTER old or new and MODE one of kraft, zookeeper" \
+        in err
