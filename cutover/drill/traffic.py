@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
-from cutover.kafka.offsets import transient
+from cutover.kafka.offsets import again_while_transient
 from cutover.plan import Plan
 from cutover.switch import routing
 
@@ -204,8 +204,12 @@ class GroupConsumer(_Worker):
     def _run(self) -> None:
         while not self._stop.is_set():
             side = routing.active(self.plan)
+            # A topic created a moment before subscribing can be missing from the metadata the
+            # consumer first gets; it joins the subscription at the next metadata refresh, which
+            # is 5 minutes by default. The sample group looks again every 10 seconds.
             consumer = Consumer({**self.plan.cluster(side), "group.id": self.group, "enable.auto.commit": False,
-                                 "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+                                 "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                                 "topic.metadata.refresh.interval.ms": 10_000})
             consumer.subscribe(self.topics)
             try:
                 self._consume(side, consumer)
@@ -236,15 +240,9 @@ class GroupConsumer(_Worker):
 def _persist(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call, again while Kafka's answer is transient (a coordinator or leader moving or loading,
     as after a broker restart or a preferred-leader election), for up to three minutes."""
-    end = time.monotonic() + 180
-    while True:
-        try:
-            return call(*args, **kwargs)
-        except KafkaException as exc:
-            if not transient(exc.args[0]) or exc.args[0].code() in _REJOIN or time.monotonic() > end:
-                raise
-            time.sleep(0.5)
+    return again_while_transient(lambda: call(*args, **kwargs), 180, lambda: time.sleep(0.5), _REJOIN)
 
 
 #: A consumer that is not polling cannot rejoin its group, so asking again cannot help: start again.
-_REJOIN = {KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID}
+_REJOIN = frozenset({KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION,
+                     KafkaError.UNKNOWN_MEMBER_ID})

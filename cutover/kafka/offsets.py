@@ -6,7 +6,7 @@ import concurrent.futures
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import (
     Consumer,
@@ -23,6 +23,8 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from cutover.common import TP
 from cutover.errors import CutoverError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+
+T = TypeVar("T")
 
 #: Transient answers: leadership or a coordinator moving or loading, or a topic created a moment ago.
 _TRANSIENT = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
@@ -49,19 +51,29 @@ def wait_all(ref: ClusterRef, client: AdminClient, futures: dict, doing: str, ti
     return out
 
 
-def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[], dict], doing: str,  # type: ignore[type-arg]
-             timeout: float) -> dict:  # type: ignore[type-arg]
-    """Issue an admin call and wait for all its futures, again while the answers are transient."""
+def again_while_transient(call: Callable[[], T], timeout: float, pause: Callable[[], object],
+                          final: frozenset[int] = frozenset()) -> T:
+    """Call, again (after `pause`) while Kafka's answer is transient and its code not in `final`,
+    for up to `timeout` seconds; then the last error is raised."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return {k: f.result(timeout=timeout + 5) for k, f in call().items()}
+            return call()
         except KafkaException as exc:
-            if not transient(exc.args[0]) or time.monotonic() > deadline:
-                raise ref.failure(exc, doing, client) from None
-            client.poll(0.2)  # back off while serving callbacks
-        except concurrent.futures.TimeoutError as exc:
-            raise ref.failure(exc, doing, client) from None
+            err = exc.args[0]
+            if not transient(err) or err.code() in final or time.monotonic() > deadline:
+                raise
+            pause()
+
+
+def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[], dict], doing: str,  # type: ignore[type-arg]
+             timeout: float) -> dict:  # type: ignore[type-arg]
+    """Issue an admin call and wait for all its futures, again while the answers are transient."""
+    try:
+        return again_while_transient(lambda: {k: f.result(timeout=timeout + 5) for k, f in call().items()},
+                                     timeout, lambda: client.poll(0.2))  # back off while serving callbacks
+    except (KafkaException, concurrent.futures.TimeoutError) as exc:
+        raise ref.failure(exc, doing, client) from None
 
 
 def committed_records(ref: ClusterRef, start: Iterable[tuple[str, int, int]], doing: str,

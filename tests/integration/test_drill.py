@@ -140,3 +140,36 @@ def test_a_manual_step_waits_for_confirmation_without_auto(sandbox: Sandbox, ns:
                               text=True, env=dict(os.environ), timeout=120, check=False)
         assert done.returncode == code, done.stderr
         assert "MANUAL: Page the on-call" in done.stderr and "done?" in done.stderr
+
+
+def test_the_sample_consumer_joins_a_topic_created_after_it_subscribed(sandbox: Sandbox, plan: Plan, ns: str,
+                                                                       tmp_path: Path) -> None:
+    """A drill's consumer group can subscribe before a topic is in its metadata (created a moment
+    before, or just after). It must consume that topic within seconds, not at librdkafka's default
+    metadata refresh five minutes later: a CI run lost a production test to exactly that."""
+    from cutover.drill.traffic import GroupConsumer, event
+    from tests.conftest import wait_for
+    from tests.integration.kafka_util import create_topic, produce
+
+    props = plan.cluster("old")
+    early, late = f"{ns}.early", f"{ns}.late"
+
+    def records(topic: str, seqs: range) -> list[dict[str, Any]]:
+        return [dict(zip(("key", "value", "headers"), event(topic, seq), strict=True), partition=seq % 2)
+                for seq in seqs]
+
+    create_topic(props, early, 2)
+    produce(props, early, records(early, range(10)))
+    consumer = GroupConsumer(plan, tmp_path, [early, late], f"{ns}.group")
+    consumer.start()
+    try:
+        # In its group, consuming, with metadata that does not have the late topic yet.
+        wait_for(lambda: consumer.count() >= 10, 60, "the consumer to process the topic that exists")
+        create_topic(props, late, 2)
+        produce(props, late, records(late, range(10, 30)))
+        wait_for(lambda: consumer.count() >= 30, 60, "the consumer to process the topic created after it subscribed")
+    finally:
+        consumer.stop()
+    assert sorted((s.topic, s.seq) for s in consumer.seen) == \
+        [(early, seq) for seq in range(10)] + [(late, seq) for seq in range(10, 30)]
+    assert consumer.errors == []

@@ -278,23 +278,54 @@ def test_the_drills_sample_consumer_rides_through_its_group_coordinator_dying(th
     traffic.start()
     consumer.start()
     try:
+        wait_for(lambda: len({(s.topic, s.partition) for s in consumer.seen}) == 6, 60,
+                 "the consumer to process records of every partition")
         for _ in range(2):
-            wait_for(lambda: consumer.count() >= 100, 60, "the consumer to process records")
             victim = _group_coordinator(props, group)
             three.stop("old", kill=True, node=victim)
             wait_for(_more(consumer, 100), 120, "the consumer to go on with its group coordinator killed")
             three.start("old", node=victim)
             wait_for(lambda: _in_sync(props), 120, "every replica in sync again")
             wait_for(_more(consumer, 100), 120, "the consumer to go on with its group coordinator back")
+        traffic.stop()
+        wanted = Counter((s.topic, s.seq) for s in traffic.sent)
+        try:
+            wait_for(lambda: set(wanted) <= {(s.topic, s.seq) for s in consumer.seen}, 120,
+                     "the consumer to process every record sent")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {_missing(props, group, traffic, consumer)}") from None
     finally:
         traffic.stop()
-    wanted = Counter((s.topic, s.seq) for s in traffic.sent)
-    wait_for(lambda: set(wanted) <= {(s.topic, s.seq) for s in consumer.seen}, 120,
-             f"the consumer to process every record sent (its errors: {consumer.errors})")
-    consumer.stop()
+        consumer.stop()
     processed = Counter((s.topic, s.seq) for s in consumer.seen)
     assert processed == wanted, (sum((processed - wanted).values()), sum((wanted - processed).values()))
     assert traffic.errors == [] and consumer.errors == []
+
+
+def _missing(props: Mapping[str, str], group: str, traffic: Any, consumer: Any) -> str:
+    """What the consumer has not processed, per partition, beside the group's committed offset
+    and the partition's end: whether it skipped records or stopped."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    seen = {(s.topic, s.seq) for s in consumer.seen}
+    gaps: dict[tuple[str, int], list[int]] = {}
+    for s in traffic.sent:
+        if (s.topic, s.seq) not in seen:
+            gaps.setdefault((s.topic, s.partition), []).append(s.offset)
+    probe = Consumer({**props, "group.id": group, "enable.auto.commit": False})
+    try:
+        parts = [TopicPartition(t, p) for t, p in gaps]
+        committed = {(tp.topic, tp.partition): tp.offset for tp in probe.committed(parts, timeout=30)}
+        ends = {(tp.topic, tp.partition): probe.get_watermark_offsets(tp, timeout=30)[1] for tp in parts}
+    finally:
+        probe.close()
+    last = {}
+    for s in consumer.seen:
+        last[(s.topic, s.partition)] = max(last.get((s.topic, s.partition), -1), s.offset)
+    return "; ".join(f"{t}[{p}]: {len(o)} missing, offsets {min(o)}..{max(o)}, last processed {last.get((t, p))}, "
+                     f"committed {committed.get((t, p))}, end {ends.get((t, p))}"
+                     for (t, p), o in sorted(gaps.items())) + \
+        f"; consumer errors {consumer.errors}, producer errors {traffic.errors}"
 
 
 def test_the_demo_migrates_and_rolls_back_on_the_production_shape(three: Sandbox) -> None:
