@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from cutover.errors import UnreachableError, UsageError
+from cutover.errors import DependencyMissing, UnreachableError, UsageError
 from cutover.plan.model import Catalog
 
 if TYPE_CHECKING:
@@ -30,12 +30,18 @@ def pyiceberg_properties(cat: Catalog) -> dict[str, str]:
 def load(cat: Catalog) -> IcebergCatalog:
     """The pyiceberg catalog for a plan's catalog section."""
     from pyiceberg.catalog import load_catalog
+    from pyiceberg.exceptions import NotInstalledError
 
     try:
         return load_catalog(cat.name, **pyiceberg_properties(cat))
-    except ModuleNotFoundError as exc:
-        raise UsageError(f"catalog {cat.name}: the Python driver '{exc.name}' is not installed",
-                         fix="pip install 'pyiceberg[sql-postgres]' for PostgreSQL catalogs") from None
+    except (ModuleNotFoundError, NotInstalledError) as exc:
+        # pyiceberg wraps the missing import ("SQLAlchemy support not installed" even when only
+        # the database's driver is missing); the import error it wraps names the module.
+        missing = getattr(exc, "name", None) or getattr(exc.__cause__, "name", None) or "its driver"
+        postgres = urlsplit(cat.uri).scheme.startswith("postgresql")
+        raise DependencyMissing(
+            f"catalog {cat.name} ({_safe_uri(cat.uri)}): the Python module '{missing}' it needs is not installed",
+            fix="pip install 'cutover[postgres]'" if postgres else str(exc).splitlines()[0]) from None
     except Exception as exc:  # SQLAlchemy/HTTP errors vary by backend; all mean "cannot use it"
         raise UnreachableError(f"catalog {cat.name} ({_safe_uri(cat.uri)}) cannot be opened: "
                                f"{type(exc).__name__}: {str(exc).splitlines()[0]}",

@@ -74,3 +74,19 @@ def test_postgres_catalog_moves_credentials_to_jdbc_properties() -> None:
 def test_relative_sqlite_path_is_refused_for_spark() -> None:
     with pytest.raises(UsageError, match="absolute SQLite path"):
         spark_conf(Catalog(uri="sqlite:///cat.db"))
+
+
+def test_a_postgres_catalog_without_its_python_driver_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyiceberg reports a missing SQL driver as NotInstalledError ("SQLAlchemy support not
+    installed"); cutover said the catalog could not be reached and to check its URI. The driver
+    is hidden here whether or not it is installed, so this runs the same everywhere."""
+    import sys
+
+    from cutover.lake.catalog import load
+
+    monkeypatch.setitem(sys.modules, "psycopg2", None)  # `import psycopg2` now fails
+    with pytest.raises(DependencyMissing) as info:
+        load(Catalog(uri="postgresql+psycopg2://ice:s3cr3t-pw@127.0.0.1:1/iceberg", name="lake"))
+    assert "catalog lake" in info.value.message and "psycopg2" in info.value.message
+    assert info.value.fix and "pip install 'cutover[postgres]'" in info.value.fix
+    assert "s3cr3t-pw" not in info.value.message + info.value.fix
