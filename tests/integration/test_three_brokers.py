@@ -275,11 +275,19 @@ def test_the_drills_sample_consumer_rides_through_its_group_coordinator_dying(th
     group = f"{ns}-group"
     traffic = SampleTraffic(plan, tmp_path, topics, rate=200.0, transactions=False)
     consumer = GroupConsumer(plan, tmp_path, topics, group)
+    # Earlier tests kill and restart brokers: begin on a cluster whose replicas (the group
+    # coordinators' __consumer_offsets included) are all back in sync.
+    wait_for(lambda: _in_sync(props), 180, "every replica in sync before the test begins")
     traffic.start()
     consumer.start()
     try:
-        wait_for(lambda: len({(s.topic, s.partition) for s in consumer.seen}) == 6, 60,
-                 "the consumer to process records of every partition")
+        try:
+            wait_for(lambda: len({(s.topic, s.partition) for s in consumer.seen}) == 6, 180,
+                     "the consumer to process records of every partition")
+        except AssertionError as exc:
+            seen = sorted({(s.topic, s.partition) for s in consumer.seen})
+            raise AssertionError(f"{exc}: it processed {consumer.count()} records, of {seen}; "
+                                 f"{traffic.count()} acknowledged; errors {consumer.errors} {traffic.errors}") from None
         for _ in range(2):
             victim = _group_coordinator(props, group)
             three.stop("old", kill=True, node=victim)
