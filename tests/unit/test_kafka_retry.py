@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from cutover.kafka import offsets
 from cutover.kafka.offsets import again_while_transient
 
 
@@ -43,8 +44,15 @@ def test_a_final_code_is_raised_at_once_even_if_kafka_calls_it_retriable() -> No
     assert len(calls) == 1
 
 
-def test_the_last_transient_answer_is_raised_when_time_is_up() -> None:
+def test_the_last_transient_answer_is_raised_when_time_is_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]  # a clock that moves only when the retry loop pauses: no real waiting
+    monkeypatch.setattr(offsets, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+
+    def pause() -> None:
+        clock[0] += 10
+
     calls, call = _answers(*[KafkaError.COORDINATOR_NOT_AVAILABLE] * 100)
     with pytest.raises(KafkaException) as exc:
-        again_while_transient(call, 0.05, lambda: time.sleep(0.01))  # type: ignore[arg-type]
-    assert exc.value.args[0].code() == KafkaError.COORDINATOR_NOT_AVAILABLE and 1 < len(calls) < 100
+        again_while_transient(call, 25, pause)  # type: ignore[arg-type]
+    # asked at 0, 10, 20 and 30 s; at 30 s the 25 s are up
+    assert exc.value.args[0].code() == KafkaError.COORDINATOR_NOT_AVAILABLE and len(calls) == 4
