@@ -51,8 +51,9 @@ def partition_sql(exprs: list[str], columns: list[str], where: str) -> str:
 
 def ensure(spark: SparkSession, plan: Plan, table: str, payload: Payload, partition_by: list[str],
            where: str) -> bool:
-    """Create the table (and its namespace) when absent. True when it was created."""
+    """Create the table (and its namespace) when absent, with its first snapshot. True when it was created."""
     if exists(plan, table):
+        first_snapshot(spark, plan, table)
         return False
     columns = [*[(n, t, nullable) for n, t, nullable in payload.columns], *[(n, t, True) for n, t in META_COLUMNS]]
     ddl = ", ".join(f"`{n}` {t}" + ("" if nullable else " NOT NULL") for n, t, nullable in columns)
@@ -61,7 +62,7 @@ def ensure(spark: SparkSession, plan: Plan, table: str, payload: Payload, partit
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {qualified(plan, table)} ({ddl}) USING iceberg"
               + (f" PARTITIONED BY ({parts})" if parts else "") + " TBLPROPERTIES ('format-version'='2')")
-    _first_snapshot(spark, plan, table)
+    first_snapshot(spark, plan, table)
     log.warning("created table %s (%s)%s", table, ddl, f" partitioned by {parts}" if parts else "")
     return True
 
@@ -72,11 +73,17 @@ def ensure_dead_letter(spark: SparkSession, plan: Plan, table: str) -> None:
         ddl = ", ".join(f"`{n}` {t}" for n, t in DEAD_LETTER_COLUMNS)
         spark.sql(f"CREATE TABLE IF NOT EXISTS {qualified(plan, name)} ({ddl}) USING iceberg "
                   "TBLPROPERTIES ('format-version'='2')")
-        _first_snapshot(spark, plan, name)
+    first_snapshot(spark, plan, name)
 
 
-def _first_snapshot(spark: SparkSession, plan: Plan, table: str) -> None:
-    """An empty first snapshot: every later commit is a compare-and-set against a snapshot."""
+def first_snapshot(spark: SparkSession, plan: Plan, table: str) -> None:
+    """An empty first snapshot, unless the table has one: every later commit is a compare-and-set
+    against a snapshot. Checked each time, because the catalog may have failed (or its answer been
+    lost) between creating a table and this commit; two empty snapshots would be harmless."""
+    from cutover.lake import tables
+
+    if tables.snapshots(plan, table)[1] is not None:
+        return
     name = qualified(plan, table)
     spark.table(name).limit(0).writeTo(name).append()
 

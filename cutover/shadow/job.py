@@ -35,7 +35,7 @@ from cutover.plan import ClusterSide, Plan, TablePair, select_pairs
 from cutover.shadow import ddl
 from cutover.shadow.decode import DECODERS, Payload
 from cutover.shadow.source import java_properties, reader_options
-from cutover.shadow.writer import TableWriter, payload_of
+from cutover.shadow.writer import TableWriter, payload_of, retrying
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -168,10 +168,16 @@ def _partitions(ref: ClusterRef, topics: list[str], timeout: float) -> dict[str,
 def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, cluster_id: str, count: int,
              run_id: str, opts: Options) -> tuple[TableWriter, dict[int, int]]:
     where = f"{plan.file}: tables[topic={pair.topic}]"
-    if not tables.exists(plan, pair.new):
-        payload = DECODERS[pair.format].payload(_declared(pair)) or _infer(spark, pair, ref, count, opts.timeout)
-        ddl.ensure(spark, plan, pair.new, payload, pair.partition_by, where)
-    ddl.ensure_dead_letter(spark, plan, pair.new)
+
+    def ready() -> None:  # each step is safe to repeat when the catalog failed or its answer was lost
+        if tables.exists(plan, pair.new):
+            ddl.first_snapshot(spark, plan, pair.new)
+        else:
+            payload = DECODERS[pair.format].payload(_declared(pair)) or _infer(spark, pair, ref, count, opts.timeout)
+            ddl.ensure(spark, plan, pair.new, payload, pair.partition_by, where)
+        ddl.ensure_dead_letter(spark, plan, pair.new)
+
+    retrying(ready, f"creating table {pair.new}", plan.spec.spark.commit_timeout)
     for name in (pair.new, tables.dead_letter_name(pair.new)):
         tables.drop_stale_branches(spark, plan, name, STALE_BRANCH_MS)
     held = tables.table_offsets(plan, pair.new)

@@ -218,29 +218,32 @@ class TableWriter:
 
     def _retrying(self, attempt: Callable[[], T], doing: str) -> T:
         """Retry while the catalog or storage fails, up to commit_timeout; each attempt re-reads the offsets."""
-        deadline = time.monotonic() + self.commit_timeout
-        delay = 0.5
-        while True:
-            failure: CutoverError
-            try:
-                return attempt()
-            except CutoverError as exc:
-                if not exc.retryable:
-                    raise
-                failure, cause = exc, exc.message
-            except Exception as exc:
-                cause = _first_line(exc)
-                failure = UnreachableError(f"{doing} failed for {self.commit_timeout:.0f}s: {cause}",
-                                           fix="check the catalog and the warehouse storage, then run the same "
-                                               "command again: it resumes from the table's offsets")
-            if time.monotonic() + delay > deadline:
-                raise failure from None
-            log.warning("%s failed (%s); retrying for up to %.0fs", doing, cause, deadline - time.monotonic())
-            self._sleep(delay)
-            delay = min(delay * 2, 5.0)
+        return retrying(attempt, doing, self.commit_timeout)
 
-    def _sleep(self, seconds: float) -> None:
-        threading.Event().wait(seconds)
+
+def retrying(attempt: Callable[[], T], doing: str, timeout: float) -> T:
+    """Run `attempt` again while the catalog or storage fails (any error but a cutover error that
+    is not retryable), for up to `timeout` seconds; then raise the failure, named."""
+    deadline = time.monotonic() + timeout
+    delay = 0.5
+    while True:
+        failure: CutoverError
+        try:
+            return attempt()
+        except CutoverError as exc:
+            if not exc.retryable:
+                raise
+            failure, cause = exc, exc.message
+        except Exception as exc:
+            cause = _first_line(exc)
+            failure = UnreachableError(f"{doing} failed for {timeout:.0f}s: {cause}",
+                                       fix="check the catalog and the warehouse storage, then run the same "
+                                           "command again: it resumes from the table's offsets")
+        if time.monotonic() + delay > deadline:
+            raise failure from None
+        log.warning("%s failed (%s); retrying for up to %.0fs", doing, cause, deadline - time.monotonic())
+        threading.Event().wait(delay)
+        delay = min(delay * 2, 5.0)
 
 
 def _at_or_after(done: Mapping[int, int], partition: str = "partition", offset: str = "offset") -> Any:
