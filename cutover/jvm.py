@@ -31,9 +31,12 @@ class JarSet:
     artifacts: tuple[str, ...]
     #: groupId:artifactId:version forced in dependencyManagement.
     pins: tuple[str, ...] = field(default=())
+    #: False: only the artifacts themselves (self-contained server jars), not what they declare.
+    transitive: bool = True
 
     def key(self) -> str:
-        digest = hashlib.sha256("\n".join(self.artifacts + self.pins).encode()).hexdigest()[:12]
+        what = self.artifacts + self.pins + (() if self.transitive else ("direct",))
+        digest = hashlib.sha256("\n".join(what).encode()).hexdigest()[:12]
         return f"{self.name}-{digest}"
 
 
@@ -59,6 +62,7 @@ SPARK_EXTRAS = JarSet(
     (
         f"org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:{ICEBERG_VERSION}",
         f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",
+        f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}",  # S3FileIO (S3-compatible storage)
         "org.xerial:sqlite-jdbc:3.50.3.0",
         "org.postgresql:postgresql:42.7.8",
     ),
@@ -76,7 +80,15 @@ MIRROR_MAKER = JarSet(
 #: VerifiableProducer and VerifiableConsumer that the tests drive a switch with.
 KAFKA_TOOLS = JarSet("kafka-tools", (f"org.apache.kafka:kafka-tools:{KAFKA_VERSION}", "org.slf4j:slf4j-simple:1.7.36"))
 
-JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS)}
+#: The sandbox's production-shaped lake: Apache Iceberg's REST catalog server (a runnable jar
+#: of the iceberg-open-api test fixtures, JDBC catalog, S3FileIO and the SQLite driver inside)
+#: and s3proxy, S3-compatible storage on a local folder. Both are self-contained jars.
+REST_CATALOG_VERSION = "1.10.1"
+REST_CATALOG = JarSet("iceberg-rest-catalog", (f"org.apache.iceberg:iceberg-open-api:{REST_CATALOG_VERSION}",),
+                      transitive=False)
+S3PROXY = JarSet("s3proxy", ("org.gaul:s3proxy:2.6.0:jar-with-dependencies",), transitive=False)
+
+JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS, REST_CATALOG, S3PROXY)}
 
 
 def cutover_home() -> Path:
@@ -142,6 +154,8 @@ def resolve(jar_set: JarSet) -> list[Path]:
         jars_dir = work_dir / "jars"
         cmd = [mvn, "-B", "-gs", "settings.xml", "dependency:copy-dependencies",
                f"-DoutputDirectory={jars_dir}", "-DincludeScope=runtime"]
+        if not jar_set.transitive:
+            cmd.append("-DexcludeTransitive=true")
         _run_maven(cmd, work_dir, jar_set)
         if target.exists():
             shutil.rmtree(target)
@@ -183,9 +197,11 @@ _SETTINGS = """<settings><mirrors><mirror><id>cutover-central</id><mirrorOf>*</m
 
 
 def _dependency(coord: str) -> str:
-    group, artifact, version = coord.split(":")
+    """groupId:artifactId:version, or groupId:artifactId:version:classifier."""
+    group, artifact, version, *classifier = coord.split(":")
+    extra = f"<classifier>{classifier[0]}</classifier>" if classifier else ""
     return (f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
-            f"<version>{version}</version></dependency>")
+            f"<version>{version}</version>{extra}</dependency>")
 
 
 def _pom(jar_set: JarSet) -> str:

@@ -11,13 +11,14 @@ import click
 from cutover.cli.options import output_option
 from cutover.jvm import KAFKA_VERSIONS
 from cutover.local.broker import SECURITY
+from cutover.local.lake import CATALOG_KINDS
 from cutover.output import Format, emit
 
 _dir_option = click.option(
     "--dir", "folder", type=click.Path(file_okay=False, path_type=Path), envvar="CUTOVER_SANDBOX",
     help="Sandbox folder. Env: CUTOVER_SANDBOX; default ~/.cutover/sandbox.",
 )
-_side = click.argument("cluster", type=click.Choice(["old", "new"]))
+_side = click.argument("cluster", type=click.Choice(["old", "new", "catalog", "storage"]))
 _broker_option = click.option("--broker", "node", type=click.IntRange(1), default=None,
                               help="Only this broker (1-based) of a multi-broker cluster.")
 
@@ -47,7 +48,15 @@ def _render_status(s: dict[str, Any]) -> str:
             zk = c["zookeeper"]
             state = f"running (pid {zk['pid']})" if zk["running"] else "stopped"
             lines.append(f"       zookeeper {zk['connect']:19} {state}")
-    lines.append(f"  catalog {s['catalog']['name']}: {s['catalog']['uri']}")
+    cat = s["catalog"]
+    if "running" in cat:
+        state = f"running (pid {cat['pid']})" if cat["running"] else "stopped"
+        lines.append(f"  catalog {cat['name']} ({cat['kind']}): {cat['uri']}  {state}")
+        st = s["storage"]
+        state = f"running (pid {st['pid']})" if st["running"] else "stopped"
+        lines.append(f"  storage {st['endpoint']} bucket {st['bucket']}  {state}")
+    else:
+        lines.append(f"  catalog {cat['name']}: {cat['uri']}")
     lines.append(f"  plan    {s['plan']}")
     return "\n".join(lines)
 
@@ -98,22 +107,29 @@ def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[
               help="How a cluster keeps its metadata: kraft (default) or zookeeper (a ZooKeeper server beside "
               "the brokers; Kafka 3.9.1, the last release with it, which it then defaults to). Only when the "
               "sandbox is first created.")
+@click.option("--catalog", "catalog", type=click.Choice(CATALOG_KINDS), default=None,
+              help="The Iceberg catalog: sqlite (default; a file, tables on local files), rest (Apache Iceberg's "
+              "REST catalog server) or postgres (PostgreSQL from the system's packages), the last two over "
+              "S3-compatible storage (s3proxy). Only when the sandbox is first created.")
 def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str],
-           versions: dict[str, str], sizes: dict[str, str], metadata: dict[str, str]) -> None:
+           versions: dict[str, str], sizes: dict[str, str], metadata: dict[str, str], catalog: str | None) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
     chosen = {**{side: "scram" for side in secure}, **security}
-    emit(_sandbox(folder).up(chosen, versions, {side: int(n) for side, n in sizes.items()}, metadata), fmt,
-         _render_status)
+    emit(_sandbox(folder).up(chosen, versions, {side: int(n) for side, n in sizes.items()}, metadata, catalog),
+         fmt, _render_status)
 
 
 @local_group.command("fetch")
 @output_option
 @click.option("--with-mirror-maker", is_flag=True, help="Also fetch MirrorMaker 2 (used by bench/).")
-def fetch_cmd(fmt: Format, with_mirror_maker: bool) -> None:
+@click.option("--with-lake", is_flag=True, help="Also fetch the sandbox's REST catalog server and S3 storage "
+              "(s3proxy), for local up --catalog rest|postgres.")
+def fetch_cmd(fmt: Format, with_mirror_maker: bool, with_lake: bool) -> None:
     """Resolve the JVM jars (Kafka broker, Spark extras) from Maven Central into the cache."""
     from cutover import jvm
 
-    sets = [jvm.KAFKA_BROKER, jvm.SPARK_EXTRAS] + ([jvm.MIRROR_MAKER] if with_mirror_maker else [])
+    sets = [jvm.KAFKA_BROKER, jvm.SPARK_EXTRAS] + ([jvm.MIRROR_MAKER] if with_mirror_maker else []) \
+        + ([jvm.REST_CATALOG, jvm.S3PROXY] if with_lake else [])
     result = {s.name: len(jvm.resolve(s)) for s in sets}
     emit({"cache": str(jvm.cutover_home() / "jars"), "jars": result}, fmt,
          lambda r: "\n".join(f"{name}: {n} jars" for name, n in r["jars"].items()) + f"\ncache: {r['cache']}")
@@ -145,7 +161,14 @@ def down_cmd(folder: Path | None, fmt: Format, purge: bool) -> None:
 @click.option("--kill", is_flag=True, help="SIGKILL instead of a clean shutdown (a crash, for drills).")
 @_broker_option
 def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: int | None) -> None:
-    """Stop one cluster (or one broker of it), keeping its data."""
+    """Stop one cluster (or one broker of it), or the catalog server or storage, keeping its data."""
+    if cluster in ("catalog", "storage"):
+        _no_broker(cluster, node)
+        done = _sandbox(folder).stop_part(cluster, kill)
+        word = "killed" if done["killed"] and done["was_running"] else "stopped" if done["was_running"] \
+            else "was not running"
+        emit(done, fmt, lambda r: f"{cluster}: {word}")
+        return
     result = _sandbox(folder).stop(cluster, kill, node)
     word = "killed" if result["killed"] else "stopped" if result["was_running"] else "was not running"
     emit(result, fmt, lambda r: f"{r['cluster']}{f' broker {node}' if node else ''}: {word}")
@@ -157,5 +180,15 @@ def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: i
 @output_option
 @_broker_option
 def start_cmd(cluster: str, folder: Path | None, fmt: Format, node: int | None) -> None:
-    """Start one stopped cluster (or one broker of it) on its old ports, with its data."""
+    """Start one stopped cluster (or one broker of it), or the catalog server or storage, on its
+    old ports, with its data."""
+    if cluster in ("catalog", "storage"):
+        _no_broker(cluster, node)
+        emit(_sandbox(folder).start_part(cluster), fmt, lambda c: f"{cluster}: running")
+        return
     emit(_sandbox(folder).start(cluster, node), fmt, lambda c: f"{cluster}: running at {c['bootstrap']}")
+
+
+def _no_broker(part: str, node: int | None) -> None:
+    if node is not None:
+        raise click.UsageError(f"--broker is for a Kafka cluster, not the {part}; leave it out")

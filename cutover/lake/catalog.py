@@ -3,18 +3,54 @@
 The plan names the catalog once; this module renders it for each side. Both sides
 must use the same catalog name and, for SQL catalogs, the V1 schema of the
 `iceberg_tables` table (STACK.md), whichever side creates it first.
+
+Object storage: `catalog.properties` holds pyiceberg's S3 settings (`s3.endpoint`,
+`s3.access-key-id`, `s3.secret-access-key`, `s3.path-style-access`, `s3.region`); Spark gets
+the same through Iceberg's S3FileIO (`client.region` for the region). With an `s3.endpoint`
+(S3-compatible storage, not AWS itself) both SDKs are asked to send and check checksums
+only when required, unless AWS_REQUEST_CHECKSUM_CALCULATION / AWS_RESPONSE_CHECKSUM_VALIDATION
+are set: newer AWS SDKs add checksums many S3-compatible stores reject.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from cutover import secrets
 from cutover.errors import DependencyMissing, UnreachableError, UsageError
 from cutover.plan.model import Catalog
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog as IcebergCatalog
+
+
+#: The AWS SDKs' checksum settings for S3-compatible storage (see the module's docstring):
+#: s3proxy, for one, answers the SDKs' default checksums with 400 XAmzContentSHA256Mismatch
+#: on a put and 501 on a get.
+S3_COMPAT_ENV = {"AWS_REQUEST_CHECKSUM_CALCULATION": "when_required",
+                 "AWS_RESPONSE_CHECKSUM_VALIDATION": "when_required"}
+S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
+#: PostgreSQL's SQL states of a connection its server ended: admin_shutdown, crash_shutdown,
+#: cannot_connect_now (starting up); Iceberg's JDBC pool retries these besides its own.
+POSTGRES_RETRYABLE = "57P01,57P02,57P03"
+#: pyiceberg's S3 property names that Iceberg's Java S3FileIO spells differently.
+_SPARK_NAMES = {"s3.region": "client.region"}
+
+
+def _s3_compatible(cat: Catalog) -> bool:
+    return "s3.endpoint" in cat.properties
+
+
+def _prepare_s3(cat: Catalog) -> None:
+    """Before any S3 client exists in this process (pyarrow's, or the Spark driver's JVM)."""
+    if _s3_compatible(cat):
+        for key, value in S3_COMPAT_ENV.items():
+            os.environ.setdefault(key, value)
+    password = urlsplit(cat.uri).password
+    if password:
+        secrets.register(password)
 
 
 def pyiceberg_properties(cat: Catalog) -> dict[str, str]:
@@ -24,6 +60,9 @@ def pyiceberg_properties(cat: Catalog) -> dict[str, str]:
     if cat.type == "sql":
         props.setdefault("schema_version", "v1")
         props.setdefault("init_catalog_tables", "true")
+        # A database that restarted under a long-running command (shadow status --watch, a
+        # drill, verify) left dead connections in the pool: test each before lending it.
+        props.setdefault("pool_pre_ping", "true")
     return props
 
 
@@ -32,6 +71,7 @@ def load(cat: Catalog) -> IcebergCatalog:
     from pyiceberg.catalog import load_catalog
     from pyiceberg.exceptions import NotInstalledError
 
+    _prepare_s3(cat)
     try:
         return load_catalog(cat.name, **pyiceberg_properties(cat))
     except (ModuleNotFoundError, NotInstalledError) as exc:
@@ -58,11 +98,21 @@ def spark_conf(cat: Catalog) -> dict[str, str]:
     else:
         conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.jdbc.JdbcCatalog"
         conf[f"{prefix}.jdbc.schema-version"] = "V1"
-        conf.update({f"{prefix}.{k}": v for k, v in _jdbc(cat.uri).items()})
+        jdbc = _jdbc(cat.uri)
+        conf.update({f"{prefix}.{k}": v for k, v in jdbc.items()})
+        if jdbc["uri"].startswith("jdbc:postgresql:"):
+            # A pooled connection the database closed when it stopped or crashed answers the next
+            # query with 57P01/57P02 (not among Iceberg's retryable states): reconnect and retry.
+            conf[f"{prefix}.retryable_status_codes"] = POSTGRES_RETRYABLE
     if cat.warehouse:
         conf[f"{prefix}.warehouse"] = cat.warehouse
     for key, value in cat.properties.items():
-        conf.setdefault(f"{prefix}.{key}", value)
+        conf.setdefault(f"{prefix}.{_SPARK_NAMES.get(key, key)}", value)
+    if any(key.startswith("s3.") for key in cat.properties):
+        conf.setdefault(f"{prefix}.io-impl", S3_FILE_IO)
+    if _s3_compatible(cat):
+        _prepare_s3(cat)  # the driver: this process's environment, inherited by its JVM
+        conf.update({f"spark.executorEnv.{k}": os.environ[k] for k in S3_COMPAT_ENV})
     # Every session (foreachBatch runs in a clone with its own catalog instance) must see
     # commits made elsewhere at once: offsets are read from the table before each commit.
     conf.setdefault(f"{prefix}.cache-enabled", "false")

@@ -29,6 +29,10 @@ ADMIN_USER = "admin"
 READER_USER = "reader"
 
 
+#: Whether a process's log lines of this run say it is ready.
+Ready = Callable[[str], bool]
+
+
 class PortInUse(SandboxError):
     """The broker could not bind one of its ports (someone took it after we chose it)."""
 
@@ -247,13 +251,19 @@ def start_processes(specs: Sequence[Process], main: str, ready: Callable[[str], 
 def launch(spec: Process, main: str) -> tuple[subprocess.Popen[bytes], int]:
     """Start `main` on the spec's config in its own session, output to its log; returns the
     process and where this run's lines start in the log."""
+    return launch_command(spec, jvm_cmd(spec.version, main, str(spec.config_file)))
+
+
+def launch_command(spec: Process, cmd: list[str], env: dict[str, str] | None = None,
+                   ) -> tuple[subprocess.Popen[bytes], int]:
+    """Start `cmd` (which must name the spec's config file, the process's identity) in its own
+    session, output to the spec's log; the process and where this run's lines start in the log."""
     with open(spec.log_file, "ab") as log:
         log.write(f"\n===== cutover: starting {spec.title} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
         log.flush()
         offset = log.tell()  # readiness is read from this run's lines only
-        proc = subprocess.Popen(jvm_cmd(spec.version, main, str(spec.config_file)), stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                cwd=spec.folder)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=spec.folder, env=env)
     return proc, offset
 
 
@@ -313,12 +323,14 @@ def running(spec: Process, pid: int | None) -> bool:
     return str(spec.config_file).encode() in cmdline
 
 
-def stop(spec: Process, pid: int | None, kill: bool = False) -> bool:
-    """Stop the process (SIGTERM, or SIGKILL with kill=True). Returns whether it was running."""
+def stop(spec: Process, pid: int | None, kill: bool = False, graceful: int = signal.SIGTERM,
+         crash: int = signal.SIGKILL) -> bool:
+    """Stop the process (`graceful`, or `crash` with kill=True; SIGKILL if it outlives the
+    timeout). Returns whether it was running."""
     if not running(spec, pid):
         return False
     assert pid is not None
-    os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+    os.kill(pid, crash if kill else graceful)
     deadline = time.monotonic() + STOP_TIMEOUT
     while running(spec, pid):
         _reap(pid)

@@ -1,10 +1,13 @@
 """The local sandbox: two Kafka clusters ("old", "new") and an Iceberg catalog.
 
 Each cluster has one or three brokers, on KRaft or (the old one, on Kafka 3.9) ZooKeeper.
+The catalog is SQLite on local files (the default), or production-shaped: an Iceberg
+REST catalog server or PostgreSQL, over S3-compatible storage (cutover.local.lake).
 
 Everything lives in one folder: a state file (ports, cluster ids, PIDs), one folder
-per broker (config, data, broker.log), the SQLite catalog and warehouse, and a
-generated plan with its secrets file. Commands take a lock on the folder, so two
+per broker (config, data, broker.log), the catalog and warehouse (catalog.db and
+warehouse/, or catalog/ and storage/ with their servers' logs), and a generated plan
+with its secrets file. Commands take a lock on the folder, so two
 `up`s cannot race. Ports are chosen once and kept, so the plan stays valid across
 stop/start.
 """
@@ -27,16 +30,17 @@ from typing import Any
 
 from cutover import jvm
 from cutover.errors import SandboxError, UsageError
-from cutover.local import broker, zookeeper
+from cutover.local import broker, lake, zookeeper
 from cutover.output import progress
 from cutover.plan import ClusterSide
 from cutover.plan.model import Catalog
 
 SIDES: tuple[ClusterSide, ...] = ("old", "new")
-#: 2 when a cluster runs on ZooKeeper (an older cutover, which reads only 1, then refuses
-#: the state instead of taking the cluster for KRaft); 1 otherwise.
-STATE_VERSION = 2
-_STATE_VERSIONS = (1, 2)
+#: 3 when the lake has servers (REST or PostgreSQL catalog, S3 storage), 2 when a cluster runs
+#: on ZooKeeper: an older cutover, which reads only 1 (or 1 and 2), then refuses the state
+#: instead of taking the catalog for SQLite or the cluster for KRaft; 1 otherwise.
+STATE_VERSION = 3
+_STATE_VERSIONS = (1, 2, 3)
 CATALOG_NAME = "cutover"
 _PORT_TRIES = 5
 
@@ -101,9 +105,26 @@ class ClusterState:
 
 
 @dataclass
+class LakeState:
+    """The catalog's kind and, unless SQLite, its server's and the S3 storage's port and PID."""
+
+    catalog: lake.CatalogKind = "sqlite"
+    storage: lake.Server | None = None
+    server: lake.Server | None = None
+
+    @classmethod
+    def load(cls, raw: dict[str, Any] | None) -> LakeState:
+        if not raw:
+            return cls()
+        return cls(raw["catalog"], lake.Server(**raw["storage"]) if raw.get("storage") else None,
+                   lake.Server(**raw["server"]) if raw.get("server") else None)
+
+
+@dataclass
 class State:
     clusters: dict[str, ClusterState] = field(default_factory=dict)
     version: int = STATE_VERSION
+    lake: LakeState = field(default_factory=LakeState)
 
 
 def free_port() -> int:
@@ -181,10 +202,12 @@ class Sandbox:
         if raw.get("version") not in _STATE_VERSIONS:
             raise SandboxError(f"{self.state_file} has state version {raw.get('version')}; this cutover reads "
                                f"{' or '.join(map(str, _STATE_VERSIONS))}", fix="cutover local down --purge, then up")
-        return State(clusters={k: ClusterState.load(v) for k, v in raw["clusters"].items()})
+        return State(clusters={k: ClusterState.load(v) for k, v in raw["clusters"].items()},
+                     lake=LakeState.load(raw.get("lake")))
 
     def _save(self, state: State) -> None:
-        state.version = STATE_VERSION if any(st.zookeeper for st in state.clusters.values()) else 1
+        state.version = 3 if state.lake.catalog != "sqlite" else \
+            2 if any(st.zookeeper for st in state.clusters.values()) else 1
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(state), indent=2, sort_keys=True))
         tmp.replace(self.state_file)
@@ -199,7 +222,8 @@ class Sandbox:
     # ----- lifecycle
     def up(self, security: Mapping[ClusterSide, broker.Security] | None = None,
            versions: Mapping[ClusterSide, str] | None = None, brokers: Mapping[ClusterSide, int] | None = None,
-           metadata: Mapping[ClusterSide, str] | None = None) -> dict[str, Any]:
+           metadata: Mapping[ClusterSide, str] | None = None, catalog: lake.CatalogKind | None = None,
+           ) -> dict[str, Any]:
         """Create (first time) and start whatever is not running. Idempotent.
 
         `security` chooses each cluster's client listener (default plaintext) and `versions`
@@ -207,7 +231,8 @@ class Sandbox:
         (1, or 3 with replication factor 3 and min.insync.replicas 2) when the sandbox is
         created; an existing sandbox keeps its own and refuses different ones. `metadata`
         "zookeeper" runs a cluster on ZooKeeper instead of KRaft (Kafka 3.9.1, the last
-        release with it; the default version of such a cluster).
+        release with it; the default version of such a cluster). `catalog` chooses the Iceberg
+        catalog: sqlite (default, local files), rest or postgres (over S3 storage).
         """
         security, versions, sizes = dict(security or {}), dict(versions or {}), dict(brokers or {})
         modes = dict(metadata or {})
@@ -227,7 +252,11 @@ class Sandbox:
         for version in {jvm.KAFKA_VERSION, *versions.values()}:
             jvm.resolve(jvm.kafka_broker(version))
         with self._locked():
-            state = self._load() if self.exists() else self._create(security, versions, sizes, modes)
+            state = self._load() if self.exists() else self._create(security, versions, sizes, modes,
+                                                                    catalog or "sqlite")
+            if catalog is not None and catalog != state.lake.catalog:
+                raise UsageError(f"the sandbox in {self.dir} already exists with a {state.lake.catalog} catalog",
+                                 fix="cutover local down --purge, then up with the --catalog you want")
             for side in SIDES:
                 st = state.clusters[side]
                 if security.get(side, st.mode) != st.mode or versions.get(side, st.version) != st.version \
@@ -241,15 +270,23 @@ class Sandbox:
                 jvm.resolve(jvm.kafka_broker(state.clusters[side].version))
             for side in SIDES:
                 self._ensure_running(state, side)
-            self._init_catalog()
+            self._ensure_lake(state)
+            self._init_catalog(state)
             self._write_plan(state)
             return self._describe(state)
 
     def _create(self, security: Mapping[ClusterSide, broker.Security], versions: Mapping[ClusterSide, str],
-                sizes: Mapping[ClusterSide, int], modes: Mapping[ClusterSide, str]) -> State:
+                sizes: Mapping[ClusterSide, int], modes: Mapping[ClusterSide, str],
+                catalog: lake.CatalogKind) -> State:
         progress(f"creating sandbox in {self.dir}")
         state = State()
         secrets_env: dict[str, str] = {}
+        if catalog != "sqlite":
+            state.lake = LakeState(catalog, lake.Server(free_port()), lake.Server(free_port()))
+            secrets_env[lake.ACCESS_KEY_VAR] = f"sandbox-{pysecrets.token_hex(6)}"
+            secrets_env[lake.SECRET_KEY_VAR] = pysecrets.token_urlsafe(24)
+            if catalog == "postgres":
+                secrets_env[lake.DB_PASSWORD_VAR] = pysecrets.token_urlsafe(18)
         for side in SIDES:
             mode = security.get(side, "plaintext")
             st = ClusterState(broker.new_cluster_id(), [NodeState.fresh() for _ in range(sizes.get(side, 1))],
@@ -419,20 +456,119 @@ class Sandbox:
             props.update({"ssl.certificate.location": str(ident.cert), "ssl.key.location": str(ident.key)})
         return props
 
-    def _init_catalog(self) -> None:
-        """Create the SQL catalog's tables with the V1 schema that both sides can use."""
+    def _init_catalog(self, state: State) -> None:
+        """Create the SQL catalog's tables with the V1 schema that both sides can use (a REST
+        catalog's server made its own); check that the catalog answers."""
         from cutover.lake import catalog
 
-        self.warehouse.mkdir(parents=True, exist_ok=True)
-        catalog.load(self.catalog_spec())
+        if state.lake.catalog == "sqlite":
+            self.warehouse.mkdir(parents=True, exist_ok=True)
+        catalog.load(self._catalog_section(state, reveal=True))
 
     def catalog_spec(self) -> Catalog:
-        return Catalog(name=CATALOG_NAME, uri=f"sqlite:///{self.catalog_db}", warehouse=self.warehouse.as_uri())
+        """The catalog as cutover uses it (secrets filled in)."""
+        return self._catalog_section(self._load(), reveal=True)
+
+    def _catalog_section(self, state: State, reveal: bool) -> Catalog:
+        """The plan's catalog section: secrets as ${VAR}, or filled in with reveal."""
+        if state.lake.catalog == "sqlite":
+            return Catalog(name=CATALOG_NAME, uri=f"sqlite:///{self.catalog_db}", warehouse=self.warehouse.as_uri())
+        section = lake.catalog_section(CATALOG_NAME, self._catalog_server(state.lake), self._storage(state.lake))
+        if not reveal:
+            return section
+        values = self._secrets()
+        return dataclasses.replace(section, uri=lake.fill(section.uri, values),
+                                   properties={k: lake.fill(v, values) for k, v in section.properties.items()})
+
+    # ----- the lake's servers (REST or PostgreSQL catalog, S3 storage); none for SQLite
+
+    def _storage(self, lk: LakeState) -> lake.StorageSpec:
+        assert lk.storage is not None
+        return lake.StorageSpec(self.dir / "storage", lk.storage.port)
+
+    def _catalog_server(self, lk: LakeState) -> lake.CatalogSpec:
+        assert lk.server is not None and lk.catalog != "sqlite"
+        return lake.CatalogSpec(lk.catalog, self.dir / "catalog", lk.server.port)
+
+    def _ensure_lake(self, state: State, only: str | None = None) -> None:
+        """Start the storage, then the catalog server (it writes through the storage), if down."""
+        lk = state.lake
+        if lk.catalog == "sqlite":
+            return
+        assert lk.storage is not None and lk.server is not None
+        storage, server = self._storage(lk), self._catalog_server(lk)
+        if only in (None, "storage") and not broker.running(storage, lk.storage.pid):
+            progress(f"starting the {storage.title} on {storage.endpoint}")
+            lk.storage.pid = lake.start_storage(storage, self._secrets())
+            self._save(state)
+        if only in (None, "catalog") and not broker.running(server, lk.server.pid):
+            progress(f"starting the {server.title} on 127.0.0.1:{server.port}")
+            lk.server.pid = lake.start_catalog(server, storage, self._secrets())
+            self._save(state)
+
+    def _stop_lake(self, state: State, which: tuple[str, ...] = ("catalog", "storage"), kill: bool = False,
+                   ) -> bool:
+        lk = state.lake
+        if lk.catalog == "sqlite":
+            return False
+        assert lk.storage is not None and lk.server is not None
+        was = False
+        for part in which:
+            spec, srv = ((self._catalog_server(lk), lk.server) if part == "catalog" else
+                         (self._storage(lk), lk.storage))
+            progress(f"{'killing' if kill else 'stopping'} the {spec.title}")
+            was = lake.stop(spec, srv.pid, kill) or was
+            srv.pid = None
+        self._save(state)
+        return was
+
+    def stop_part(self, part: str, kill: bool = False) -> dict[str, Any]:
+        """Stop the catalog server or the storage (`cutover local stop catalog|storage`)."""
+        with self._locked():
+            state = self._load()
+            self._check_part(state, part)
+            return {"part": part, "was_running": self._stop_lake(state, (part,), kill), "killed": kill}
+
+    def start_part(self, part: str) -> dict[str, Any]:
+        with self._locked():
+            state = self._load()
+            self._check_part(state, part)
+            self._ensure_lake(state, part)
+            described: dict[str, Any] = self._describe(state)[part]
+            return described
+
+    def _check_part(self, state: State, part: str) -> None:
+        if state.lake.catalog == "sqlite":
+            raise UsageError(f"the sandbox in {self.dir} keeps its catalog in SQLite on local files: there is "
+                             f"no {part} server to stop or start",
+                             fix="create the sandbox with --catalog rest or --catalog postgres (cutover local "
+                             "down --purge first) to have one")
+
+    def _describe_lake(self, state: State) -> dict[str, Any]:
+        lk = state.lake
+        cat = self._catalog_section(state, reveal=False)
+        if lk.catalog == "sqlite":
+            return {"catalog": {"name": cat.name, "type": "sql", "kind": "sqlite", "uri": cat.uri,
+                                "warehouse": cat.warehouse}}
+        assert lk.storage is not None and lk.server is not None
+        server, storage = self._catalog_server(lk), self._storage(lk)
+        alive, stored = broker.running(server, lk.server.pid), broker.running(storage, lk.storage.pid)
+        return {"catalog": {"name": cat.name, "type": cat.type, "kind": lk.catalog, "uri": cat.uri,
+                            "warehouse": cat.warehouse or f"s3://{lake.BUCKET}/", "port": server.port,
+                            "running": alive, "pid": lk.server.pid if alive else None, "log": str(server.log_file)},
+                "storage": {"endpoint": storage.endpoint, "bucket": lake.BUCKET, "running": stored,
+                            "pid": lk.storage.pid if stored else None, "log": str(storage.log_file),
+                            "folder": str(storage.data_dir)}}
 
     def _write_plan(self, state: State) -> None:
         import yaml
 
-        cat = self.catalog_spec()
+        cat = self._catalog_section(state, reveal=False)
+        catalog: dict[str, Any] = {"name": cat.name, "type": cat.type, "uri": cat.uri}
+        if cat.warehouse:
+            catalog["warehouse"] = cat.warehouse
+        if cat.properties:
+            catalog["properties"] = dict(cat.properties)
         plan = {
             "version": 1,
             "name": "sandbox",
@@ -440,7 +576,7 @@ class Sandbox:
             "clusters": {s: self.client_properties(s, state.clusters[s], reveal=False) for s in SIDES},
             "topics": {"include": [".*"], "exclude": [r"__.*", r"_.*"]},
             "groups": {"include": [".*"]},
-            "catalog": {"name": cat.name, "type": "sql", "uri": cat.uri, "warehouse": cat.warehouse},
+            "catalog": catalog,
             "spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}},
             "mirror": {"replication_factor": min(len(st.nodes) for st in state.clusters.values()),
                        "group_sync_interval": "5s"},
@@ -461,7 +597,8 @@ class Sandbox:
             return {"dir": str(self.dir), "stopped": [], "purged": purge}
         with self._locked():
             state = self._load()
-            stopped = [s for s in SIDES if self._stop(state, s, kill=False)]
+            stopped: list[str] = [s for s in SIDES if self._stop(state, s, kill=False)]
+            stopped += [p for p in ("catalog", "storage") if self._stop_lake(state, (p,))]
         if purge:
             shutil.rmtree(self.dir)
         return {"dir": str(self.dir), "stopped": stopped, "purged": purge}
@@ -478,9 +615,14 @@ class Sandbox:
         return self.start(side)
 
     def take_catalog(self) -> dict[str, Any]:
-        """Hold the SQLite catalog's write lock: readers get in, commits fail until it is given back."""
+        """SQLite: hold its write lock (readers get in, commits fail) until it is given back.
+        A REST or PostgreSQL catalog: stop its server until it is given back."""
         import sqlite3
 
+        state = self._load()
+        if state.lake.catalog != "sqlite":
+            self.stop_part("catalog")
+            return {"catalog": state.lake.catalog, "stopped": True}
         if self._catalog_lock is None:
             conn = sqlite3.connect(self.catalog_db, timeout=5, isolation_level=None, check_same_thread=False)
             conn.execute("BEGIN IMMEDIATE")
@@ -488,6 +630,9 @@ class Sandbox:
         return {"catalog": str(self.catalog_db)}
 
     def give_catalog(self) -> dict[str, Any]:
+        if self._load().lake.catalog != "sqlite":
+            self.start_part("catalog")
+            return {"restored": True}
         held, self._catalog_lock = self._catalog_lock, None
         if held is not None:
             held.execute("ROLLBACK")
@@ -562,8 +707,7 @@ class Sandbox:
                 "log": brokers[0]["log"],
                 "brokers": brokers,
             }
-        cat = self.catalog_spec()
-        out["catalog"] = {"name": cat.name, "type": "sql", "uri": cat.uri, "warehouse": cat.warehouse}
+        out.update(self._describe_lake(state))
         return out
 
     def _cluster_id(self, side: ClusterSide, st: ClusterState) -> str | None:

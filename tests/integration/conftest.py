@@ -1,13 +1,16 @@
-"""Integration fixtures: one real sandbox (two KRaft clusters + SQLite catalog) and one
+"""Integration fixtures: one real sandbox (two KRaft clusters + an Iceberg catalog) and one
 SparkSession per test session; each test gets its own topic/table namespace.
 
-Set CUTOVER_TEST_SANDBOX=DIR to reuse a sandbox that is already up (faster local
-iteration); it is then left running.
+The catalog is SQLite on local files unless CUTOVER_TEST_CATALOG says rest or postgres (a
+REST catalog server or PostgreSQL, over S3 storage): CI runs the tests marked `lake` once on
+each (CUTOVER_TEST_CATALOG=rest pytest -m lake). Set CUTOVER_TEST_SANDBOX=DIR to reuse a
+sandbox that is already up (faster local iteration); it is then left running.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,14 +30,38 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+def catalog_kind() -> str:
+    """The sandbox catalog this test session runs on (CUTOVER_TEST_CATALOG, default sqlite)."""
+    return os.environ.get("CUTOVER_TEST_CATALOG") or "sqlite"
+
+
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     reuse = os.environ.get("CUTOVER_TEST_SANDBOX")
-    box = Sandbox(Path(reuse) if reuse else tmp_path_factory.mktemp("sandbox"))
-    box.up()
+    kind = catalog_kind()
+    if reuse:
+        folder = Path(reuse)
+    elif kind == "postgres":
+        # PostgreSQL does not run as root; as root, the sandbox runs it as `nobody`, who cannot
+        # enter pytest's private temporary folders. A folder of our own, that others may enter.
+        folder = Path(tempfile.mkdtemp(prefix="cutover-lake-"))
+        folder.chmod(0o755)
+    else:
+        folder = tmp_path_factory.mktemp("sandbox")
+    box = Sandbox(folder)
+    box.up(catalog=None if reuse else kind)  # type: ignore[arg-type]
     yield box
     if not reuse:
-        box.down()
+        box.down(purge=kind == "postgres")
+
+
+@pytest.fixture
+def servers(sandbox: Sandbox) -> Sandbox:
+    """The sandbox, when its catalog runs on servers (REST or PostgreSQL, S3 storage)."""
+    if sandbox.status()["catalog"]["kind"] == "sqlite":
+        pytest.skip("the catalog is SQLite on local files: no catalog or storage server "
+                    "(CUTOVER_TEST_CATALOG=rest or postgres pytest -m lake runs this)")
+    return sandbox
 
 
 @contextmanager

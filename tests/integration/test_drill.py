@@ -41,12 +41,20 @@ def _params(path: Path, ns: str) -> dict[str, str]:
     return out
 
 
-#: Runbooks whose Spark restarts make them long: in the slow suite (scripts/test -m slow), which CI also runs.
-SLOW_RUNBOOKS = {"writer-crash-between-commits"}
+#: Runbooks whose Spark restarts or waits make them long (about a minute or more): in the slow
+#: suite (scripts/test -m slow), which CI also runs.
+SLOW_RUNBOOKS = {"writer-crash-between-commits", "open-transaction-at-freeze", "maintenance-during-shadow"}
+#: Runbooks that also run with the catalog on REST and on PostgreSQL over S3 (pytest -m lake).
+LAKE_RUNBOOKS = {"maintenance-during-shadow"}
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_RUNBOOKS else p
-                                  for p in RUNBOOKS], ids=[p.stem for p in RUNBOOKS])
+def _runbook_marks(path: Path) -> list[pytest.MarkDecorator]:
+    return ([pytest.mark.slow] if path.stem in SLOW_RUNBOOKS else []) + \
+        ([pytest.mark.lake] if path.stem in LAKE_RUNBOOKS else [])
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=_runbook_marks(p)) for p in RUNBOOKS],
+                         ids=[p.stem for p in RUNBOOKS])
 def test_every_shipped_runbook_passes_on_the_sandbox(sandbox: Sandbox, ns: str, tmp_path: Path, path: Path) -> None:
     plan = drill_plan(sandbox, ns, tmp_path)
     rb = model.load(path, _params(path, ns))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 
@@ -28,6 +29,16 @@ def test_status_json_has_the_documented_shape(sandbox: Sandbox) -> None:
     plan = yaml.safe_load(Path(status["plan"]).read_text())
     assert plan["clusters"]["old"]["bootstrap.servers"] == status["old"]["bootstrap"]
     assert (sandbox.dir / "old" / "broker.log").stat().st_size > 0
+
+
+def test_a_sqlite_catalog_has_no_server_to_stop(sandbox: Sandbox) -> None:
+    if sandbox.status()["catalog"]["kind"] != "sqlite":
+        pytest.skip("this sandbox's catalog has servers (test_lake.py covers them)")
+    for part in ("catalog", "storage"):
+        run = cutover("local", "stop", part, "--dir", str(sandbox.dir))
+        assert run.code == 2, run.err
+        assert f"no {part} server to stop or start" in run.err and "--catalog rest" in run.err
+        assert "Traceback" not in run.err
 
 
 def test_up_twice_changes_nothing(sandbox: Sandbox) -> None:

@@ -7,9 +7,12 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from cutover.lake import catalog
 from cutover.plan import Plan
+
+pytestmark = pytest.mark.lake
 
 
 def test_spark_writes_pyiceberg_reads(spark: Any, plan: Plan, ns: str) -> None:

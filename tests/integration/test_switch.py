@@ -274,6 +274,7 @@ def test_each_precondition_refuses_with_its_reason_and_exit_3(
     assert usage.code == 2 and "needs --execute" in usage.err
 
 
+@pytest.mark.slow  # about a minute: in the slow suite, which CI also runs
 def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     from tests.integration.kafka_util import produce
@@ -385,6 +386,7 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     assert cutover("rollback", "--plan", str(main.file), "--execute").code == 0
 
 
+@pytest.mark.lake
 def test_the_old_writers_position_can_come_from_its_consumer_group(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     from cutover.kafka.clients import ClusterRef

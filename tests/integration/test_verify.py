@@ -155,6 +155,7 @@ def test_a_lagging_or_empty_new_table_fails_the_lag_gate_unless_the_plan_allows_
     assert not t["passed"] and t["counts"]["new_rows"] == 0 and t["lag"]["old_ahead"] == 74
 
 
+@pytest.mark.lake
 def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
         sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
     """An old table without offset columns, with other (equal-valued) types: key mode, no false differences."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from cutover import jvm, secrets
 from cutover.errors import DependencyMissing, UsageError
-from cutover.lake.catalog import pyiceberg_properties, spark_conf
+from cutover.lake.catalog import S3_COMPAT_ENV, pyiceberg_properties, spark_conf
 from cutover.plan.model import Catalog
 
 
@@ -56,7 +57,8 @@ def test_pom_pins_and_dependencies() -> None:
 def test_sqlite_catalog_renders_for_both_sides() -> None:
     cat = Catalog(uri="sqlite:////data/cat.db", name="lake", warehouse="file:///data/wh")
     assert pyiceberg_properties(cat) == {"type": "sql", "uri": "sqlite:////data/cat.db", "warehouse": "file:///data/wh",
-                                         "schema_version": "v1", "init_catalog_tables": "true"}
+                                         "schema_version": "v1", "init_catalog_tables": "true",
+                                         "pool_pre_ping": "true"}
     conf = spark_conf(cat)
     assert conf["spark.sql.catalog.lake"] == "org.apache.iceberg.spark.SparkCatalog"
     assert conf["spark.sql.catalog.lake.uri"] == "jdbc:sqlite:/data/cat.db"
@@ -69,6 +71,34 @@ def test_postgres_catalog_moves_credentials_to_jdbc_properties() -> None:
     assert conf["spark.sql.catalog.c.uri"] == "jdbc:postgresql://db:5433/iceberg"
     assert conf["spark.sql.catalog.c.jdbc.user"] == "ice"
     assert conf["spark.sql.catalog.c.jdbc.password"] == "pw"
+    assert conf["spark.sql.catalog.c.retryable_status_codes"] == "57P01,57P02,57P03"
+
+
+def test_s3_storage_renders_for_spark_s3fileio_and_asks_checksums_only_when_required(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in S3_COMPAT_ENV:  # unset here, and unset again after the test (what cutover set goes too)
+        monkeypatch.setenv(key, "")
+        monkeypatch.delenv(key)
+    props = {"s3.endpoint": "http://127.0.0.1:9000", "s3.access-key-id": "AK", "s3.secret-access-key": "SK",
+             "s3.path-style-access": "true", "s3.region": "eu-west-1"}
+    cat = Catalog(uri="http://127.0.0.1:8181", name="c", type="rest", properties=props)
+    conf = spark_conf(cat)
+    assert conf["spark.sql.catalog.c.type"] == "rest" and conf["spark.sql.catalog.c.uri"] == "http://127.0.0.1:8181"
+    assert conf["spark.sql.catalog.c.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert conf["spark.sql.catalog.c.client.region"] == "eu-west-1" and "spark.sql.catalog.c.s3.region" not in conf
+    for key in ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.path-style-access"):
+        assert conf[f"spark.sql.catalog.c.{key}"] == props[key]
+    # S3-compatible storage (an endpoint of its own): the driver (this process's environment,
+    # which its JVM inherits) and the executors ask for checksums only when required.
+    assert {k: os.environ[k] for k in S3_COMPAT_ENV} == S3_COMPAT_ENV
+    assert {k: conf[f"spark.executorEnv.{k}"] for k in S3_COMPAT_ENV} == S3_COMPAT_ENV
+    assert pyiceberg_properties(cat) == {"type": "rest", "uri": "http://127.0.0.1:8181", **props}
+
+
+def test_an_operators_own_checksum_setting_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_REQUEST_CHECKSUM_CALCULATION", "when_supported")
+    conf = spark_conf(Catalog(uri="http://h:1", type="rest", properties={"s3.endpoint": "http://127.0.0.1:9000"}))
+    assert conf["spark.executorEnv.AWS_REQUEST_CHECKSUM_CALCULATION"] == "when_supported"
 
 
 def test_relative_sqlite_path_is_refused_for_spark() -> None:

@@ -11,6 +11,7 @@ from cutover import process
 from cutover.drill.context import Drill
 from cutover.drill.ops.base import Detail, NoArgs, op
 from cutover.plan import ClusterSide
+from cutover.plan.schema import Duration
 from cutover.verify.results import VerifyResult
 
 
@@ -104,6 +105,26 @@ def _shadow_start(d: Drill, _a: NoArgs) -> Detail:
     return _start(d, "shadow", ["--follow"],
                   lambda: all(h is not None and h != b for h, b in zip(heads(), before, strict=True)), 300,
                   "the background shadow job (until its first commit)", every=1.0)
+
+
+@dataclass(frozen=True)
+class MaintainArgs:
+    #: Which table of each pair: the new (shadow) table, or the old one.
+    table: Literal["new", "old"] = "new"
+    #: Files no snapshot names are removed only when older than this (longer than any write in flight).
+    orphan_age: Duration = Duration(3 * 86400)  # Iceberg's default; at least 24h
+
+
+@op("action", "table.maintain", MaintainArgs, lambda a: f"maintain each {a.table} table as a lake team would: "
+    f"compact every file, expire all but the newest snapshot, remove orphan files older than {a.orphan_age:.0f}s")
+def _maintain(d: Drill, a: MaintainArgs) -> Detail:
+    from cutover.lake import maintenance
+    from cutover.lake import spark as spark_mod
+
+    spark = spark_mod.session(d.plan, "cutover-drill-maintenance")
+    done = [maintenance.maintain(spark, d.plan, p.new if a.table == "new" else p.old, a.orphan_age)
+            for p in d.plan.spec.tables]
+    return {"tables": done}
 
 
 @op("action", "shadow.stop", NoArgs, lambda _a: "stop the background shadow job (SIGTERM: it finishes its batch)")
