@@ -122,7 +122,8 @@ class TableWriter:
 
     def _batch(self, df: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        stats = self._retrying(lambda: self._commit(df), f"committing to table {self.table}")
+        # Retried while the catalog or storage fails; each attempt re-reads the offsets.
+        stats = retrying(lambda: self._commit(df), f"committing to table {self.table}", self.commit_timeout)
         if stats is None:
             return
         self.counters.batches += 1
@@ -215,10 +216,6 @@ class TableWriter:
         assert base is not None
         tables.publish(marked.sparkSession, self.plan, name, tbl, rows, props, base, self.branch)
         log.warning("%s: %d record(s) went to %s", self.table, bad, name)
-
-    def _retrying(self, attempt: Callable[[], T], doing: str) -> T:
-        """Retry while the catalog or storage fails, up to commit_timeout; each attempt re-reads the offsets."""
-        return retrying(attempt, doing, self.commit_timeout)
 
 
 def retrying(attempt: Callable[[], T], doing: str, timeout: float) -> T:
