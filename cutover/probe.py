@@ -18,13 +18,15 @@ from cutover.plan import ClusterSide, Plan
 def check(plan: Plan, timeout: float) -> dict[str, Any]:
     """The report; `ok` is False when any cluster or the catalog could not be used."""
     sides: tuple[ClusterSide, ...] = ("old", "new")
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
         futures = {s: pool.submit(view, ClusterRef.of(plan, s), timeout) for s in sides}
+        lake = pool.submit(_lake_reports, plan, timeout)  # beside the clusters: one deadline for all
         report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name}
         for side in sides:
             report[side] = _cluster_report(plan, side, futures[side])
-    report["catalog"] = _catalog_report(plan)
-    report["ok"] = all(report[s]["reachable"] for s in sides) and report["catalog"]["reachable"]
+        report["catalog"], report["storage"] = lake.result()
+    report["ok"] = (all(report[s]["reachable"] for s in sides) and report["catalog"]["reachable"]
+                    and report["storage"]["usable"] is not False)
     return report
 
 
@@ -47,23 +49,55 @@ def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Fu
     }
 
 
-def _catalog_report(plan: Plan) -> dict[str, Any]:
+def _lake_reports(plan: Plan, timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The catalog, then the storage (whose location may come from the catalog's tables)."""
+    cat = _catalog_report(plan, timeout)
+    return cat, _storage_report(plan, timeout, cat)
+
+
+def _catalog_report(plan: Plan, timeout: float) -> dict[str, Any]:
     cat = plan.spec.catalog
     if cat is None:
         return {"reachable": True, "configured": False, "tables": []}
-    from cutover.lake import catalog
+    from cutover.lake import catalog, reach
 
+    base = {"configured": True, "name": cat.name, "uri": reach.safe_address(cat)}
     try:
+        reach.probe_catalog(cat, timeout)
         iceberg = catalog.load(cat)
         tables = []
         for pair in plan.spec.tables:
             for role in ("old", "new"):
                 name = getattr(pair, role)
-                tables.append({"topic": pair.topic, "role": role, "table": name,
-                               "exists": iceberg.table_exists(name)})
+                exists = iceberg.table_exists(name)
+                tables.append({"topic": pair.topic, "role": role, "table": name, "exists": exists,
+                               "location": iceberg.load_table(name).location() if exists else None})
     except CutoverError as exc:
-        return {"reachable": False, "configured": True, "name": cat.name, "error": exc.message, "fix": exc.fix}
-    return {"reachable": True, "configured": True, "name": cat.name, "tables": tables}
+        return {**base, "reachable": False, "error": exc.message, "fix": exc.fix}
+    except Exception as exc:  # a catalog that answered the probe and then failed a lookup
+        error = catalog.catalog_error(cat, exc)
+        return {**base, "reachable": False, "error": error.message, "fix": error.fix}
+    return {**base, "reachable": True, "tables": tables}
+
+
+def _storage_report(plan: Plan, timeout: float, catalog_report: dict[str, Any]) -> dict[str, Any]:
+    """`usable`: True, False, or None when there is nothing to probe (no catalog, no known location)."""
+    cat = plan.spec.catalog
+    if cat is None:
+        return {"usable": None, "location": None, "note": "no catalog configured"}
+    from cutover.lake import reach
+
+    known = [t["location"] for t in catalog_report.get("tables", []) if t.get("location")]
+    location = reach.storage_location(cat, lambda: known)
+    if location is None:
+        return {"usable": None, "location": None,
+                "note": "no warehouse location known (the REST catalog keeps it server-side): set "
+                        "catalog.storage to the warehouse's location to have it probed"}
+    try:
+        done = reach.probe_storage(cat, location, timeout)
+    except CutoverError as exc:
+        return {"usable": False, "location": location, "error": exc.message, "fix": exc.fix}
+    return {"usable": True, "location": location, "note": done}
 
 
 def render(report: dict[str, Any]) -> str:
@@ -93,5 +127,13 @@ def render(report: dict[str, Any]) -> str:
         if cat["tables"]:
             lines.append(table([[t["table"], t["role"], "exists" if t["exists"] else "absent"]
                                 for t in cat["tables"]], indent="    "))
-    lines.append("OK: every cluster and the catalog answered" if report["ok"] else "NOT OK: see above")
+    st = report["storage"]
+    if st["usable"] is None:
+        lines.append(f"storage: not probed: {st['note']}")
+    elif not st["usable"]:
+        lines.append(f"storage {st['location']}: FAILED: {st['error']}")
+        lines += [f"  fix: {st['fix']}"] if st.get("fix") else []
+    else:
+        lines.append(f"storage {st['location']}: usable: {st['note']}")
+    lines.append("OK: every cluster, the catalog and the storage answered" if report["ok"] else "NOT OK: see above")
     return "\n".join(lines)

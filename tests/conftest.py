@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -42,3 +43,9 @@ def wait_for(condition: Callable[[], T], timeout: float, what: str, interval: fl
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(interval)
+
+
+def secret_values(sandbox_dir: Path) -> list[str]:
+    """The values a sandbox keeps in its secrets.env (none may appear in any output)."""
+    return [line.split("=", 1)[1] for line in (sandbox_dir / "secrets.env").read_text().splitlines()
+            if "=" in line and not line.startswith("#")]

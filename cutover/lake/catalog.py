@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from cutover import secrets
-from cutover.errors import DependencyMissing, UnreachableError, UsageError
+from cutover.errors import AccessDenied, CutoverError, DependencyMissing, UnreachableError, UsageError
 from cutover.plan.model import Catalog
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _s3_compatible(cat: Catalog) -> bool:
     return "s3.endpoint" in cat.properties
 
 
-def _prepare_s3(cat: Catalog) -> None:
+def prepare_s3(cat: Catalog) -> None:
     """Before any S3 client exists in this process (pyarrow's, or the Spark driver's JVM)."""
     if _s3_compatible(cat):
         for key, value in S3_COMPAT_ENV.items():
@@ -71,7 +71,7 @@ def load(cat: Catalog) -> IcebergCatalog:
     from pyiceberg.catalog import load_catalog
     from pyiceberg.exceptions import NotInstalledError
 
-    _prepare_s3(cat)
+    prepare_s3(cat)
     try:
         return load_catalog(cat.name, **pyiceberg_properties(cat))
     except (ModuleNotFoundError, NotInstalledError) as exc:
@@ -80,12 +80,41 @@ def load(cat: Catalog) -> IcebergCatalog:
         missing = getattr(exc, "name", None) or getattr(exc.__cause__, "name", None) or "its driver"
         postgres = urlsplit(cat.uri).scheme.startswith("postgresql")
         raise DependencyMissing(
-            f"catalog {cat.name} ({_safe_uri(cat.uri)}): the Python module '{missing}' it needs is not installed",
+            f"catalog {cat.name} ({safe_uri(cat.uri)}): the Python module '{missing}' it needs is not installed",
             fix="pip install 'cutover[postgres]'" if postgres else str(exc).splitlines()[0]) from None
-    except Exception as exc:  # SQLAlchemy/HTTP errors vary by backend; all mean "cannot use it"
-        raise UnreachableError(f"catalog {cat.name} ({_safe_uri(cat.uri)}) cannot be opened: "
-                               f"{type(exc).__name__}: {str(exc).splitlines()[0]}",
-                               fix="check catalog.uri in the plan and that the database is reachable") from None
+    except Exception as exc:  # SQLAlchemy/HTTP errors vary by backend; classified by type and text
+        raise catalog_error(cat, exc) from None
+
+
+#: What PostgreSQL (through psycopg2) says when it refuses a login.
+_LOGIN_REFUSED = ("password authentication failed", "no pg_hba.conf entry", "role \"")
+
+
+def catalog_error(cat: Catalog, exc: Exception) -> CutoverError:
+    """An error of the catalog's client as a named error: which catalog, where, and the fix."""
+    from pyiceberg import exceptions as ice
+
+    what = f"catalog {cat.name} at {safe_uri(cat.uri)}"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {secrets.scrub(first)}"
+    if isinstance(exc, ice.UnauthorizedError | ice.OAuthError | ice.AuthorizationExpiredError):
+        return AccessDenied(f"{what} refused the credentials (401): {text}",
+                            fix="check catalog.properties token / credential (read from ${ENV} in the plan)")
+    if isinstance(exc, ice.ForbiddenError):
+        return AccessDenied(f"{what} refused access (403): {text}",
+                            fix="grant the principal of catalog.properties credential / token access to the "
+                            "catalog and its warehouse")
+    if cat.type == "rest" and cat.warehouse and isinstance(exc, ice.BadRequestError | ice.RESTError):
+        return UsageError(f"{what} has no warehouse {cat.warehouse!r}: {text}",
+                          fix="set catalog.warehouse to a warehouse this catalog serves")
+    if cat.type == "sql" and any(s in str(exc) for s in _LOGIN_REFUSED):
+        user = urlsplit(cat.uri).username or "(none)"
+        return AccessDenied(f"{what}: the database refused the login of user {user}: {text}",
+                            fix="check the user and password in catalog.uri (the password from ${ENV} in the "
+                            "plan's env_file) and the database's pg_hba.conf")
+    return UnreachableError(f"{what} cannot be used: {text}",
+                            fix="check catalog.uri in the plan and that the catalog server or database is up "
+                            "and reachable from this host")
 
 
 def spark_conf(cat: Catalog) -> dict[str, str]:
@@ -111,7 +140,7 @@ def spark_conf(cat: Catalog) -> dict[str, str]:
     if any(key.startswith("s3.") for key in cat.properties):
         conf.setdefault(f"{prefix}.io-impl", S3_FILE_IO)
     if _s3_compatible(cat):
-        _prepare_s3(cat)  # the driver: this process's environment, inherited by its JVM
+        prepare_s3(cat)  # the driver: this process's environment, inherited by its JVM
         conf.update({f"spark.executorEnv.{k}": os.environ[k] for k in S3_COMPAT_ENV})
     # Every session (foreachBatch runs in a clone with its own catalog instance) must see
     # commits made elsewhere at once: offsets are read from the table before each commit.
@@ -137,11 +166,11 @@ def _jdbc(uri: str) -> dict[str, str]:
         if parts.password:
             out["jdbc.password"] = parts.password
         return out
-    raise UsageError(f"catalog.uri {_safe_uri(uri)}: Spark cannot use this database for an Iceberg SQL catalog",
+    raise UsageError(f"catalog.uri {safe_uri(uri)}: Spark cannot use this database for an Iceberg SQL catalog",
                      fix="use sqlite:////path/catalog.db or postgresql+psycopg2://user@host/db")
 
 
-def _safe_uri(uri: str) -> str:
+def safe_uri(uri: str) -> str:
     parts = urlsplit(uri)
     if parts.password:
         return uri.replace(f":{parts.password}@", ":*****@")

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 #: Option names whose values hold secrets or key material (the Kafka source's JAAS line,
 #: PEM key store and passwords): Spark redacts them wherever it prints a plan or options.
 REDACTED_OPTIONS = r"(?i)url|jaas|password|ssl\.keystore\.(key|certificate)|ssl\.truststore\.certificates"
+#: Setting names whose values Spark masks in its event log, UI and plans: Spark's default
+#: (secret|password|token|access[.]key) and the catalog's S3 key id and REST credential.
+REDACTED_CONF = r"(?i)secret|password|token|access[.-]key|credential"
+#: How long the catalog and the storage get to answer before a session is built.
+PREFLIGHT_TIMEOUT = 30.0
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 
@@ -63,6 +68,7 @@ def session_conf(plan: Plan, app_name: str) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": "2g",
         "spark.sql.redaction.options.regex": REDACTED_OPTIONS,
+        "spark.redaction.regex": REDACTED_CONF,
     }
     conf.update(catalog_mod.spark_conf(cat))
     conf.update(plan.spec.spark.conf)
@@ -79,6 +85,12 @@ def session(plan: Plan, app_name: str = "cutover") -> SparkSession:
         # whatever python3 is first on PATH. Remote masters: set PYSPARK_PYTHON for them.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+    cat = plan.spec.catalog
+    if cat is not None and SparkSession.getActiveSession() is None:
+        # A wrong key or a catalog that is down is one named line now, not a JVM's stack trace later.
+        from cutover.lake import reach
+
+        reach.preflight(cat, PREFLIGHT_TIMEOUT)
     builder = SparkSession.builder
     for key, value in session_conf(plan, app_name).items():
         builder = builder.config(key, value)

@@ -123,6 +123,8 @@ def catalog_section(name: str, cat: CatalogSpec, storage: StorageSpec) -> Catalo
     """The plan's catalog section for this lake (secrets as ${VAR})."""
     return Catalog(name=name, type="rest" if cat.kind == "rest" else "sql", uri=cat.uri,
                    warehouse=None if cat.kind == "rest" else f"s3://{BUCKET}/",
+                   # REST: the server holds the warehouse; name its location for the storage probe
+                   storage=f"s3://{BUCKET}/" if cat.kind == "rest" else None,
                    properties=storage_properties(storage))
 
 

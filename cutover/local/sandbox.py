@@ -567,6 +567,8 @@ class Sandbox:
         catalog: dict[str, Any] = {"name": cat.name, "type": cat.type, "uri": cat.uri}
         if cat.warehouse:
             catalog["warehouse"] = cat.warehouse
+        if cat.storage:
+            catalog["storage"] = cat.storage
         if cat.properties:
             catalog["properties"] = dict(cat.properties)
         plan = {

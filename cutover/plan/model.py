@@ -113,6 +113,9 @@ class Catalog:
     name: str = "cutover"
     type: Literal["sql", "rest"] = "sql"
     warehouse: str | None = None
+    #: Where the tables' files live, for the storage probe (plan check, and before Spark starts);
+    #: defaults to the warehouse. A REST catalog keeps its warehouse server-side: name it here.
+    storage: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
 
 

@@ -20,7 +20,7 @@ from cutover.errors import UnreachableError
 from cutover.lake import catalog, tables
 from cutover.local.sandbox import Sandbox
 from cutover.plan import load_plan
-from tests.conftest import cutover, wait_for
+from tests.conftest import cutover, secret_values, wait_for
 from tests.integration.kafka_util import create_topic, read_all
 from tests.integration.mirror_util import Feed, Traffic
 from tests.integration.shadow_util import as_rec, rows, shadow, shadow_plan, stamped, start_shadow
@@ -50,11 +50,10 @@ def test_the_catalog_and_storage_servers_show_in_status_stop_start_and_keep_thei
     assert storage["running"] is True and str(storage["endpoint"]).startswith("http://127.0.0.1:")
     assert Path(str(cat["log"])).stat().st_size > 0 and Path(str(storage["log"])).stat().st_size > 0
     # Secrets stay in secrets.env: the plan and the status name them, never show them.
-    secret_values = [line.split("=", 1)[1] for line in (box.dir / "secrets.env").read_text().splitlines()
-                     if line and not line.startswith("#")]
+    secrets = secret_values(box.dir)
     plan_text = box.plan_file.read_text()
     assert "${CUTOVER_SANDBOX_S3_SECRET_KEY}" in plan_text
-    for value in secret_values:
+    for value in secrets:
         assert value not in plan_text and value not in json.dumps(status)
 
     plan = load_plan(box.plan_file)
@@ -114,12 +113,16 @@ def test_catalog_and_storage_killed_at_random_moments_under_shadow_commits_leave
     an immediate shutdown) at random moments while `shadow --follow` commits live traffic, so some
     commits die before they apply and some after they applied but before the answer came back.
     Each commit is a compare-and-set from offsets re-read after a failure: no row twice, none lost,
-    and the stamps keep counting."""
+    and the stamps keep counting. No S3 key or database password reaches the log or Spark's
+    event log."""
     box, rnd = servers, random.Random(11)
-    topic, table = f"{ns}.stream", f"{ns}.t"
+    topic, table, events = f"{ns}.stream", f"{ns}.t", tmp_path / "spark-events"
+    events.mkdir()
     plan = shadow_plan(box.plan_file, ns, tmp_path, [{"topic": topic, "old": f"{ns}.o", "new": table,
                                                       "format": "raw"}], max_records_per_batch=100,
-                       commit_timeout="180s")
+                       commit_timeout="180s",
+                       conf={"spark.sql.shuffle.partitions": "4", "spark.eventLog.enabled": "true",
+                             "spark.eventLog.dir": events.as_uri(), "spark.eventLog.compress": "false"})
     new = plan.cluster("new")
     create_topic(new, topic, 3)
     feed = Feed(Traffic(new, topic, 3, seed=5, txn_id=f"{ns}-feed"), records=3, pause=0.05)
@@ -146,3 +149,7 @@ def test_catalog_and_storage_killed_at_random_moments_under_shadow_commits_leave
     assert len(expected) > 300
     assert [as_rec(r) for r in rows(plan, table)] == expected
     assert "retrying" in log.read_text()
+    logged = "".join(f.read_text(errors="replace") for f in events.rglob("*") if f.is_file())
+    assert "SparkListenerEnvironmentUpdate" in logged and "s3.secret-access-key" in logged
+    for value in secret_values(box.dir):
+        assert value not in logged and value not in log.read_text()

@@ -117,3 +117,27 @@ def test_every_secret_option_spark_gets_is_redacted(tmp_path: Path) -> None:
                       "kafka.ssl.key.password", "kafka.ssl.truststore.certificates"}
     assert all(re.search(REDACTED_OPTIONS, k) for k in secret)
     assert not re.search(REDACTED_OPTIONS, "kafka.bootstrap.servers")
+
+
+def test_every_catalog_secret_spark_gets_is_redacted_in_its_event_log() -> None:
+    """Catalog tokens, REST credentials, S3 keys and database passwords match the key regex
+    Spark masks settings by (event log, UI); the catalog's plain settings do not."""
+    import re
+
+    from cutover.lake.catalog import spark_conf
+    from cutover.lake.spark import REDACTED_CONF
+    from cutover.plan.model import Catalog
+
+    rest = spark_conf(Catalog(uri="http://127.0.0.1:1", name="lake", type="rest", properties={
+        "token": "t0k3n", "credential": "id:s3cr3t", "s3.access-key-id": "AKIA1",
+        "s3.secret-access-key": "SECRET1", "s3.endpoint": "http://127.0.0.1:2"}))
+    sql = spark_conf(Catalog(uri="postgresql+psycopg2://iceberg:pa55@127.0.0.1:5432/iceberg", name="lake"))
+    conf = {**rest, **sql}
+    secret = {k for k, v in conf.items() if any(s in v for s in ("t0k3n", "s3cr3t", "AKIA1", "SECRET1", "pa55"))}
+    assert secret == {"spark.sql.catalog.lake.token", "spark.sql.catalog.lake.credential",
+                      "spark.sql.catalog.lake.s3.access-key-id", "spark.sql.catalog.lake.s3.secret-access-key",
+                      "spark.sql.catalog.lake.jdbc.password"}
+    assert all(re.search(REDACTED_CONF, k) for k in secret)
+    plain = set(conf) - secret
+    assert "spark.sql.catalog.lake.s3.endpoint" in plain and "spark.sql.catalog.lake.uri" in plain
+    assert not [k for k in plain if re.search(REDACTED_CONF, k)]

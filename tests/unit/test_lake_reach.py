@@ -1,0 +1,49 @@
+"""How a catalog client's failure is named: pure classification of pyiceberg's and the
+database driver's errors (the live cases run against real servers in test_lake_reach)."""
+
+from __future__ import annotations
+
+import pytest
+from pyiceberg import exceptions as ice
+
+from cutover.errors import AccessDenied, UnreachableError, UsageError
+from cutover.lake.catalog import catalog_error
+from cutover.lake.reach import storage_location
+from cutover.plan.model import Catalog
+
+REST = Catalog(uri="https://cat.example.test/api", name="lake", type="rest", warehouse="analytics")
+PG = Catalog(uri="postgresql+psycopg2://iceberg:pa55word@127.0.0.1:5432/iceberg", name="lake")
+
+
+@pytest.mark.parametrize(("cat", "exc", "kind", "words"), [
+    (REST, ice.UnauthorizedError("RESTError 401: bad token"), AccessDenied,
+     ["catalog lake at https://cat.example.test/api refused the credentials (401)", "token"]),
+    (REST, ice.ForbiddenError("RESTError 403: not allowed"), AccessDenied, ["refused access (403)", "grant"]),
+    (REST, ice.BadRequestError("RESTError 400: Unable to find warehouse analytics"), UsageError,
+     ["has no warehouse 'analytics'", "catalog.warehouse"]),
+    (PG, Exception('(psycopg2.OperationalError) connection to server at "127.0.0.1", port 5432 failed: FATAL:  '
+                   'password authentication failed for user "iceberg" pa55word'), AccessDenied,
+     ["catalog lake at postgresql+psycopg2://iceberg:*****@127.0.0.1:5432/iceberg: the database refused the "
+      "login of user iceberg", "pg_hba.conf"]),
+    (PG, ConnectionRefusedError("[Errno 111] Connection refused"), UnreachableError,
+     ["cannot be used: ConnectionRefusedError", "catalog.uri"]),
+], ids=["401", "403", "no-warehouse", "login-refused", "refused"])
+def test_a_catalog_failure_is_named_with_its_kind_address_and_fix(
+        cat: Catalog, exc: Exception, kind: type, words: list[str]) -> None:
+    from cutover import secrets
+
+    secrets.register("pa55word")
+    error = catalog_error(cat, exc)
+    assert type(error) is kind
+    rendered = error.render()
+    for word in words:
+        assert word in rendered
+    assert "pa55word" not in rendered
+
+
+def test_the_storage_location_is_the_storage_key_then_a_warehouse_location_then_a_table() -> None:
+    assert storage_location(Catalog(uri="x", storage="s3://b/w", warehouse="s3://a/")) == "s3://b/w"
+    assert storage_location(Catalog(uri="x", warehouse="s3://a/w")) == "s3://a/w"
+    assert storage_location(Catalog(uri="x", type="rest", warehouse="analytics")) is None
+    assert storage_location(Catalog(uri="x", type="rest"), lambda: ["s3://t/ns/tbl"]) == "s3://t/ns/tbl"
+    assert storage_location(Catalog(uri="x", type="rest"), lambda: []) is None
