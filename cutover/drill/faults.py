@@ -1,10 +1,10 @@
 """Faults a drill injects into its environment, behind one interface.
 
 The local sandbox implements `FaultInjector` (`cutover.local.sandbox.Sandbox`): it stops
-and starts its brokers and takes its catalog away. Against any other environment the
+and starts its brokers and takes its catalog and storage away. Against any other environment the
 drill has `ByHand`: it injects nothing, and the runner turns each such step into a
 manual instruction, so one runbook also guides a staging drill. A new environment fault
-(a REST catalog or object storage going away, one broker of three) is one method here,
+(one broker of three, a network partition) is one method here,
 its implementation in the sandbox, and one drill op calling it.
 """
 
@@ -27,13 +27,20 @@ class FaultInjector(Protocol):
         """Start a stopped cluster again, on the same address, with its data."""
 
     def take_catalog(self) -> dict[str, Any]:
-        """Make the Iceberg catalog refuse writes (readers still get in) until `give_catalog`."""
+        """Take the Iceberg catalog away until `give_catalog` (SQLite: commits refused, readers
+        still get in; a REST or PostgreSQL catalog: its server stopped)."""
 
     def give_catalog(self) -> dict[str, Any]:
         """Let the catalog take writes again."""
 
+    def take_storage(self, kill: bool = False) -> dict[str, Any]:
+        """Stop the warehouse's object storage (SIGKILL: a crash) until `give_storage`."""
+
+    def give_storage(self) -> dict[str, Any]:
+        """Start the storage again, with its data."""
+
     def release(self) -> None:
-        """Undo what a drill that stopped half-way still holds (the catalog)."""
+        """Undo what a drill that stopped half-way still holds (the catalog, the storage)."""
 
 
 class ByHand:
@@ -55,6 +62,12 @@ class ByHand:
 
     def give_catalog(self) -> dict[str, Any]:
         return self._refuse("give the catalog back")
+
+    def take_storage(self, kill: bool = False) -> dict[str, Any]:
+        return self._refuse(f"{'kill' if kill else 'stop'} the warehouse's storage")
+
+    def give_storage(self) -> dict[str, Any]:
+        return self._refuse("start the warehouse's storage again")
 
     def release(self) -> None:
         pass

@@ -609,6 +609,7 @@ class Sandbox:
 
     automatic = True
     _catalog_lock: Any = None
+    _storage_taken = False
 
     def stop_cluster(self, side: ClusterSide, kill: bool = False) -> dict[str, Any]:
         return self.stop(side, kill=kill)
@@ -641,8 +642,26 @@ class Sandbox:
             held.close()
         return {"restored": held is not None}
 
+    def take_storage(self, kill: bool = False) -> dict[str, Any]:
+        """Stop the storage server (s3proxy); on SQLite the warehouse is local files: none to stop."""
+        state = self._load()
+        if state.lake.catalog == "sqlite":
+            raise UsageError(f"the sandbox in {self.dir} keeps its warehouse on local files: there is no "
+                             "storage server to take away",
+                             fix="run this drill on a sandbox made with --catalog rest or --catalog postgres "
+                             "(cutover local down --purge, then cutover local up --catalog rest)")
+        self._storage_taken = True
+        done = self.stop_part("storage", kill)
+        return {"storage": self._storage(state.lake).endpoint, **done}
+
+    def give_storage(self) -> dict[str, Any]:
+        self._storage_taken = False
+        return {"restored": True, **self.start_part("storage")}
+
     def release(self) -> None:
         self.give_catalog()
+        if self._storage_taken:
+            self.give_storage()
 
     def stop(self, side: ClusterSide, kill: bool = False, node: int | None = None) -> dict[str, Any]:
         """Stop a cluster, or one broker of it (`node`, 1-based)."""

@@ -159,8 +159,8 @@ def _cluster_start(d: Drill, a: ClusterArgs) -> Detail:
     return d.faults.start_cluster(a.cluster)
 
 
-@op("fault", "catalog.outage", NoArgs, lambda _a: "make the catalog refuse writes (readers still get in)",
-    injected=True)
+@op("fault", "catalog.outage", NoArgs, lambda _a: "take the catalog away (SQLite: writes refused, readers "
+    "still get in; REST or PostgreSQL: its server stopped)", injected=True)
 def _catalog_outage(d: Drill, _a: NoArgs) -> Detail:
     return d.faults.take_catalog()
 
@@ -168,3 +168,20 @@ def _catalog_outage(d: Drill, _a: NoArgs) -> Detail:
 @op("fault", "catalog.restore", NoArgs, lambda _a: "give the catalog back", injected=True)
 def _catalog_restore(d: Drill, _a: NoArgs) -> Detail:
     return d.faults.give_catalog()
+
+
+@dataclass(frozen=True)
+class StorageArgs:
+    #: SIGKILL (a crash) instead of a clean stop
+    kill: bool = False
+
+
+@op("fault", "storage.outage", StorageArgs, lambda a: f"{'kill' if a.kill else 'stop'} the warehouse's object "
+    "storage (reads and writes of data and metadata files fail)", injected=True)
+def _storage_outage(d: Drill, a: StorageArgs) -> Detail:
+    return d.faults.take_storage(kill=a.kill)
+
+
+@op("fault", "storage.restore", NoArgs, lambda _a: "start the warehouse's storage again", injected=True)
+def _storage_restore(d: Drill, _a: NoArgs) -> Detail:
+    return d.faults.give_storage()
