@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cutover.cli.options import output_option, plan_option
+from cutover.cli.options import catalog_option, output_option, plan_option
 from cutover.errors import CutoverError, UsageError
 from cutover.output import Format, emit
 
@@ -103,8 +103,9 @@ def show_cmd(runbook: str, params: tuple[str, ...]) -> int:
               help="Sample records per second.")
 @click.option("--records", type=click.IntRange(10), default=500, show_default=True,
               help="Records produced in each phase (old cluster, new cluster, old again).")
+@catalog_option
 @output_option
-def demo_cmd(sandbox_dir: str | None, rate: int, records: int, fmt: Format) -> int:
+def demo_cmd(sandbox_dir: str | None, rate: int, records: int, catalog: str | None, fmt: Format) -> int:
     """The whole migration on the local sandbox: traffic, mirror, shadow, verify, promote, rollback.
 
     Brings the sandbox up, runs runbooks/full-migration.yaml with --auto on a fresh demo plan,
@@ -112,7 +113,7 @@ def demo_cmd(sandbox_dir: str | None, rate: int, records: int, fmt: Format) -> i
     """
     from cutover.drill import demo, runner
 
-    summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records)
+    summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records, catalog)
     emit(summary, fmt, demo.render)
     if not summary["passed"]:
         raise runner.DrillFailed(f"the demo failed; the report says where: {summary['report']}")

@@ -8,10 +8,9 @@ from typing import Any
 
 import click
 
-from cutover.cli.options import output_option
+from cutover.cli.options import catalog_option, output_option
 from cutover.jvm import KAFKA_VERSIONS
 from cutover.local.broker import SECURITY
-from cutover.local.lake import CATALOG_KINDS
 from cutover.output import Format, emit
 
 _dir_option = click.option(
@@ -107,10 +106,7 @@ def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[
               help="How a cluster keeps its metadata: kraft (default) or zookeeper (a ZooKeeper server beside "
               "the brokers; Kafka 3.9.1, the last release with it, which it then defaults to). Only when the "
               "sandbox is first created.")
-@click.option("--catalog", "catalog", type=click.Choice(CATALOG_KINDS), default=None,
-              help="The Iceberg catalog: sqlite (default; a file, tables on local files), rest (Apache Iceberg's "
-              "REST catalog server) or postgres (PostgreSQL from the system's packages), the last two over "
-              "S3-compatible storage (s3proxy). Only when the sandbox is first created.")
+@catalog_option
 def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str],
            versions: dict[str, str], sizes: dict[str, str], metadata: dict[str, str], catalog: str | None) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""

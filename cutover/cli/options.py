@@ -22,6 +22,18 @@ def output_option(f: F) -> F:
     )(f)
 
 
+def catalog_option(f: F) -> F:
+    """--catalog for the commands that create the local sandbox (local up, demo)."""
+    from cutover.local.lake import CATALOG_KINDS
+
+    return click.option(
+        "--catalog", "catalog", type=click.Choice(CATALOG_KINDS), default=None,
+        help="The Iceberg catalog: sqlite (default; a file, tables on local files), rest (Apache Iceberg's "
+        "REST catalog server) or postgres (PostgreSQL from the system's packages), the last two over "
+        "S3-compatible storage (s3proxy). Only when the sandbox is first created.",
+    )(f)
+
+
 def plan_option(f: F) -> F:
     return click.option(
         "--plan", "plan_file", required=True, envvar="CUTOVER_PLAN", metavar="FILE",

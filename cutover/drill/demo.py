@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cutover.drill import model, runner
 from cutover.plan import Plan, derive, load_plan
@@ -52,19 +52,21 @@ def demo_plan(sandbox: Any, folder: Path, ns: str) -> Plan:
         ])
 
 
-def run(sandbox_dir: Path | None, rate: int, records: int) -> dict[str, Any]:
+def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None = None) -> dict[str, Any]:
     from cutover.local.sandbox import Sandbox
     from cutover.output import progress
 
     box = Sandbox(sandbox_dir)
-    progress("bringing up the local sandbox (two Kafka clusters and an Iceberg catalog)")
-    box.up()
+    progress("bringing up the local sandbox (two Kafka clusters and an Iceberg catalog"
+             + (f" on {catalog}" if catalog and catalog != "sqlite" else "") + ")")
+    box.up(catalog=cast(Any, catalog))
+    kind = box.status()["catalog"]["kind"]
     ns = "demo_" + time.strftime("%Y%m%d%H%M%S")
     folder = box.dir / "demo" / ns
     plan = demo_plan(box, folder, ns)
     rb = model.load(RUNBOOK, {"rate": str(rate), "records": str(records), "group": f"{ns}-billing"})
     result = runner.run(rb, plan, runner.Options(auto=True, report_dir=folder / "report", sandbox_dir=box.dir))
-    return summary(result, folder)
+    return {"catalog": kind, **summary(result, folder)}
 
 
 def summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -94,7 +96,9 @@ def render(s: dict[str, Any]) -> str:
     def yes(v: Any) -> str:
         return "yes" if v else "NO"
 
-    lines = [f"demo {'PASSED' if s['passed'] else 'FAILED'}"]
+    lines = [f"demo {'PASSED' if s['passed'] else 'FAILED'}"
+             + (f" (catalog: {s['catalog']}{'' if s['catalog'] == 'sqlite' else ' over S3'})" if s.get("catalog")
+                else "")]
     if s["failed_step"]:
         lines.append(f"  failed at step {s['failed_step']['number']} ({s['failed_step']['name']}): "
                      f"{s['failed_step']['error']}")

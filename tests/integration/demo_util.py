@@ -11,9 +11,13 @@ from tests.conftest import cutover
 
 def run_demo(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the demo on the sandbox in `folder`; check its summary; return it and the drill's result."""
-    run = cutover("demo", "--dir", str(folder), "--records", "150", "-o", "json", timeout=1200)
+    from cutover.local.sandbox import Sandbox
+
+    kind = Sandbox(folder).status()["catalog"]["kind"]  # --catalog the same as the sandbox's: it goes on
+    run = cutover("demo", "--dir", str(folder), "--records", "150", "--catalog", kind, "-o", "json", timeout=1200)
     assert run.code == 0, run.err[-3000:]
     s = run.json()
+    assert s["catalog"] == kind
     assert s["passed"] and s["consumed_exactly_once"] and s["verify_passed"] and s["canonical_table_exactly_once"]
     assert s["freeze_window_seconds"] > 0 and s["carried_back"] > 0 and s["records"] > 450
     result = json.loads((Path(s["report"]).parent / "result.json").read_text())

@@ -133,6 +133,7 @@ def test_sandbox_faults_become_manual_steps_against_another_environment(
 
 
 @pytest.mark.slow
+@pytest.mark.lake  # the hand-over and hand-back of the canonical table on REST and PostgreSQL over S3 too
 def test_the_demo_runs_the_full_migration_and_sums_it_up(sandbox: Sandbox) -> None:
     from tests.integration.demo_util import run_demo
 
