@@ -46,6 +46,8 @@ def wait_for(condition: Callable[[], T], timeout: float, what: str, interval: fl
 
 
 def secret_values(sandbox_dir: Path) -> list[str]:
-    """The values a sandbox keeps in its secrets.env (none may appear in any output)."""
-    return [line.split("=", 1)[1] for line in (sandbox_dir / "secrets.env").read_text().splitlines()
-            if "=" in line and not line.startswith("#")]
+    """The values a sandbox keeps in its secrets.env (none may appear in any output); none
+    when it has no secrets (plaintext clusters, SQLite catalog)."""
+    file = sandbox_dir / "secrets.env"
+    lines = file.read_text().splitlines() if file.exists() else []
+    return [line.split("=", 1)[1] for line in lines if "=" in line and not line.startswith("#")]

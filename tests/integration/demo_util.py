@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import cutover
+from tests.conftest import cutover, secret_values
 
 
 def run_demo(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -23,4 +23,10 @@ def run_demo(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     result = json.loads((Path(s["report"]).parent / "result.json").read_text())
     assert result["runbook"] == "full-migration" and len(result["steps"]) == 19
     assert [st["outcome"] for st in result["steps"]] == ["passed"] * 19
+    # No secret of the sandbox (S3 keys, the database's password) in the output, the plan, the
+    # journal, the report or the checkpoints.
+    written = [run.out, run.err, *(f.read_bytes().decode(errors="replace")
+                                   for f in Path(s["plan"]).parent.rglob("*") if f.is_file())]
+    for value in secret_values(folder):
+        assert not [text for text in written if value in text]
     return s, result
