@@ -86,7 +86,7 @@ KAFKA_TOOLS = JarSet("kafka-tools", (f"org.apache.kafka:kafka-tools:{KAFKA_VERSI
 REST_CATALOG_VERSION = "1.10.1"
 REST_CATALOG = JarSet("iceberg-rest-catalog", (f"org.apache.iceberg:iceberg-open-api:{REST_CATALOG_VERSION}",),
                       transitive=False)
-S3PROXY = JarSet("s3proxy", ("org.gaul:s3proxy:2.6.0:jar-with-dependencies",), transitive=False)
+S3PROXY = JarSet("s3proxy", ("org.gaul:s3proxy:4.1.0:jar-with-dependencies",), transitive=False)
 
 JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS, REST_CATALOG, S3PROXY)}
 

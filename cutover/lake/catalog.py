@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 
 #: The AWS SDKs' checksum settings for S3-compatible storage (see the module's docstring):
-#: s3proxy, for one, answers the SDKs' default checksums with 400 XAmzContentSHA256Mismatch
-#: on a put and 501 on a get.
+#: s3proxy 2.6.0, for one, answered the SDKs' default checksums with 400 XAmzContentSHA256Mismatch
+#: on a put and 501 on a get (and on a multi-object delete, which requires one).
 S3_COMPAT_ENV = {"AWS_REQUEST_CHECKSUM_CALCULATION": "when_required",
                  "AWS_RESPONSE_CHECKSUM_VALIDATION": "when_required"}
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"

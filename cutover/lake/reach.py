@@ -30,8 +30,9 @@ T = TypeVar("T")
 
 #: Object stores pyiceberg's FileIO reaches over the network.
 _OBJECT_SCHEMES = ("s3", "s3a", "s3n", "gs", "abfs", "abfss", "oss")
-_DENIED = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ACCESS_DENIED", "Forbidden",
-           "403", "INVALID_ACCESS_KEY_ID")
+#: How S3 refusals read: the S3 error codes, and pyarrow's (AWS C++ SDK) spelling of them.
+_DENIED = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "Forbidden", "INVALID_ACCESS_KEY_ID",
+           "SIGNATURE_DOES_NOT_MATCH", "ACCESS_DENIED", "HTTP status 403")
 _NO_BUCKET = ("NoSuchBucket", "NO_SUCH_BUCKET", "bucket does not exist")
 
 

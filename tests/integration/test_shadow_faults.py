@@ -174,10 +174,9 @@ def test_positions_survive_compaction_and_snapshot_expiry(sandbox: Sandbox, spar
     assert done["rewritten_data_files"] >= 3 and done["added_data_files"] >= 1
     assert [loc.replace("file:///", "file:/") for loc in done["orphan_files_removed"]] == [
         location.replace("file:///", "file:/")]
-    # On local files it is gone. The sandbox's S3 stand-in, s3proxy 2.6.0, answers the AWS SDK's
-    # multi-object delete (DeleteObjects with the SDK's checksum header) with 501, and Iceberg
-    # only logs a failed bulk delete, still reporting the file: there it stays (README).
-    assert planted.exists() == location.startswith("s3://")
+    # Gone, on local files and on S3 (a multi-object delete, DeleteObjects, with the checksum
+    # the AWS SDK must send: s3proxy 2.6.0 answered it 501 and Iceberg only logged that).
+    assert not planted.exists()
     assert not stamped(plan, table) and len(rows(plan, table)) == 30
     produce_txn(new, topic, f"{ns}-tx", [([{"value": b"b%d" % i, "partition": 0} for i in range(5)], True)])
     shadow(plan)  # one partition has news; the other two must not start over
