@@ -12,11 +12,12 @@ from typing import Any
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.inspect import ClusterView, view
-from cutover.plan import ClusterSide, Plan
+from cutover.plan import ClusterSide, Plan, readiness
 
 
 def check(plan: Plan, timeout: float) -> dict[str, Any]:
-    """The report; `ok` is False when any cluster or the catalog could not be used."""
+    """The report; `ok` is False when any cluster, the catalog or the storage could not be used
+    (`reachable`), or when a later command would refuse the plan (`findings`)."""
     sides: tuple[ClusterSide, ...] = ("old", "new")
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
         futures = {s: pool.submit(view, ClusterRef.of(plan, s), timeout) for s in sides}
@@ -25,9 +26,41 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
         for side in sides:
             report[side] = _cluster_report(plan, side, futures[side])
         report["catalog"], report["storage"] = lake.result()
-    report["ok"] = (all(report[s]["reachable"] for s in sides) and report["catalog"]["reachable"]
-                    and report["storage"]["usable"] is not False)
+    old = report["old"]
+    findings = readiness.offline(plan) + readiness.online(
+        plan, list(old["topics_all"]) if old["reachable"] else None, old["groups_all"] if old["reachable"] else None)
+    for side in sides:
+        if report[side]["reachable"]:
+            findings += _rights(plan, side, list(report[side]["topics"]), timeout)
+        report[side].pop("topics_all", None)
+        report[side].pop("groups_all", None)
+    report["findings"] = [f.as_dict() for f in findings]
+    report["reachable"] = (all(report[s]["reachable"] for s in sides) and report["catalog"]["reachable"] is not False
+                           and report["storage"]["usable"] is not False)
+    report["ok"] = report["reachable"] and not findings
     return report
+
+
+def _rights(plan: Plan, side: ClusterSide, topics: list[str], timeout: float) -> list[readiness.Finding]:
+    """What the side's principal lacks on the selected topics that exist there."""
+    from cutover.kafka.inspect import rights
+
+    props = plan.cluster(side)
+    principal = (f"User:{props['sasl.username']}" if props.get("sasl.username") else
+                 "the client certificate's principal" if props.get("ssl.certificate.location") else
+                 "the plan's principal")
+    try:
+        found = rights(ClusterRef.of(plan, side), topics, timeout)
+    except CutoverError:
+        return []  # the cluster answered the view a moment ago; a failure here is reported by the commands
+    return readiness.rights(plan, side, principal, found.topics)
+
+
+def exit_code(report: dict[str, Any]) -> int:
+    """0 ready; 1 something did not answer or could not be used; 3 not ready (findings)."""
+    if report["ok"]:
+        return 0
+    return 1 if not report.get("reachable", True) else 3
 
 
 def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Future[ClusterView]) -> dict[str, Any]:
@@ -46,6 +79,8 @@ def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Fu
         "topics_total": len(v.topics),
         "groups": plan.spec.groups.select(v.groups),
         "groups_total": len(v.groups),
+        "topics_all": list(v.topics),
+        "groups_all": list(v.groups),
     }
 
 
@@ -62,6 +97,9 @@ def _catalog_report(plan: Plan, timeout: float) -> dict[str, Any]:
     from cutover.lake import catalog, reach
 
     base = {"configured": True, "name": cat.name, "uri": reach.safe_address(cat)}
+    missing = readiness.sqlite_missing(plan)
+    if missing is not None:  # never opened (SQLite would create the file): a finding, not a failure
+        return {**base, "reachable": None, "tables": [], "note": "not opened: its SQLite file does not exist"}
     try:
         reach.probe_catalog(cat, timeout)
         iceberg = catalog.load(cat)
@@ -100,6 +138,13 @@ def _storage_report(plan: Plan, timeout: float, catalog_report: dict[str, Any]) 
     return {"usable": True, "location": location, "note": done}
 
 
+def render_findings(findings: list[dict[str, Any]]) -> list[str]:
+    lines = [f"findings ({len(findings)}): a later command would refuse the plan"] if findings else []
+    for f in findings:
+        lines += [f"  - {f['problem']}", f"    fix: {f['fix']}"]
+    return lines
+
+
 def render(report: dict[str, Any]) -> str:
     from cutover.output import table
 
@@ -119,6 +164,8 @@ def render(report: dict[str, Any]) -> str:
     cat = report["catalog"]
     if not cat["configured"]:
         lines.append("catalog: not configured")
+    elif cat["reachable"] is None:
+        lines.append(f"catalog {cat['name']}: {cat['note']} (see the findings)")
     elif not cat["reachable"]:
         lines.append(f"catalog {cat['name']}: FAILED: {cat['error']}")
         lines += [f"  fix: {cat['fix']}"] if cat.get("fix") else []
@@ -135,5 +182,10 @@ def render(report: dict[str, Any]) -> str:
         lines += [f"  fix: {st['fix']}"] if st.get("fix") else []
     else:
         lines.append(f"storage {st['location']}: usable: {st['note']}")
-    lines.append("OK: every cluster, the catalog and the storage answered" if report["ok"] else "NOT OK: see above")
+    lines += render_findings(report["findings"])
+    if report["ok"]:
+        lines.append("OK: every cluster, the catalog and the storage answered, and nothing in the plan would be "
+                     "refused")
+    else:
+        lines.append("NOT OK: see above" if not report["reachable"] else "NOT READY: see the findings above")
     return "\n".join(lines)

@@ -19,19 +19,22 @@ def plan_group() -> None:
 @timeout_option(10.0)
 @click.option("--offline", is_flag=True, help="Only validate the file; connect to nothing.")
 def check_cmd(plan_file: str, fmt: Format, timeout: float, offline: bool) -> int:
-    """Validate the plan, then connect to both clusters and the catalog and report what they hold.
+    """Validate the plan, then connect to both clusters, the catalog and the storage and report
+    what they hold and what a later command would refuse (findings, each with its fix).
 
-    Exit 0 when the plan is valid and everything it names answered; 2 when the plan is
-    invalid; 1 when a cluster or the catalog could not be reached.
+    Exit 0 when the plan is valid, everything it names answered and nothing would be refused;
+    1 when a cluster, the catalog or the storage could not be used; 2 when the plan is
+    invalid; 3 when everything answered but there are findings (not ready).
     """
     from cutover import probe
-    from cutover.plan import load_plan
+    from cutover.plan import load_plan, readiness
 
     plan = load_plan(plan_file)
     if offline:
-        emit({"plan": str(plan.file), "name": plan.name, "valid": True}, fmt,
-             lambda r: f"plan {r['name']} ({r['plan']}): valid")
-        return 0
+        findings = [f.as_dict() for f in readiness.offline(plan)]
+        emit({"plan": str(plan.file), "name": plan.name, "valid": True, "findings": findings, "ok": not findings},
+             fmt, lambda r: "\n".join([f"plan {r['name']} ({r['plan']}): valid", *probe.render_findings(findings)]))
+        return 0 if not findings else 3
     report = probe.check(plan, timeout)
     emit(report, fmt, probe.render)
-    return 0 if report["ok"] else 1
+    return probe.exit_code(report)

@@ -62,3 +62,44 @@ def list_groups(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     except (KafkaException, concurrent.futures.TimeoutError) as exc:
         raise ref.failure(exc, "listing consumer groups", client) from None
     return sorted(g.group_id for g in listing.valid)
+
+
+@dataclass(frozen=True)
+class Rights:
+    """What the plan's principal may do, as the brokers say (KIP-430 authorized operations):
+    operation names, or None where the broker did not say."""
+
+    cluster: frozenset[str] | None
+    topics: dict[str, frozenset[str] | None]
+
+
+def _operations(ops: Any) -> frozenset[str] | None:
+    if ops is None:
+        return None
+    names = frozenset(op.name for op in ops)
+    return frozenset({"ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "DESCRIBE_CONFIGS",
+                      "ALTER_CONFIGS"}) if "ALL" in names else names
+
+
+def rights(ref: ClusterRef, topics: list[str], timeout: float = DEFAULT_TIMEOUT) -> Rights:
+    """The principal's authorized operations on the cluster and on each topic (a topic it may not
+    even describe: no operations)."""
+    from confluent_kafka import KafkaError, TopicCollection
+
+    client = admin(ref)
+    try:
+        cluster = client.describe_cluster(include_authorized_operations=True, request_timeout=timeout)
+        cluster_ops = _operations(cluster.result(timeout=timeout + 1).authorized_operations)
+        asked = client.describe_topics(TopicCollection(topics), include_authorized_operations=True,
+                                       request_timeout=timeout) if topics else {}
+        topic_ops: dict[str, frozenset[str] | None] = {}
+        for name, future in asked.items():
+            try:
+                topic_ops[name] = _operations(future.result(timeout=timeout + 1).authorized_operations)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    raise
+                topic_ops[name] = frozenset()
+    except (KafkaException, concurrent.futures.TimeoutError) as exc:
+        raise ref.failure(exc, "asking which operations the principal may do", client) from None
+    return Rights(cluster_ops, topic_ops)

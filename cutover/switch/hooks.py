@@ -37,13 +37,11 @@ def command(plan: Plan, event: str) -> list[str] | None:
 
 
 def check(plan: Plan) -> list[str]:
-    """Problems with the configured hooks (missing or not executable), for preconditions."""
-    problems = []
-    for event in sorted(plan.spec.hooks):
-        argv = command(plan, event)
-        if argv and "/" in argv[0] and not os.access(argv[0], os.X_OK):
-            problems.append(f"hook {event}: {argv[0]} does not exist or is not executable")
-    return problems
+    """Problems with the configured hooks (missing, not executable, not on PATH), for
+    preconditions: the same findings `plan check` reports."""
+    from cutover.plan import readiness
+
+    return [f"{f.problem} (fix: {f.fix})" for f in readiness.hook_findings(plan)]
 
 
 def run(plan: Plan, event: str, env: dict[str, str], timeout: float) -> dict[str, Any] | None:

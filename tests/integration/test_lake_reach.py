@@ -39,7 +39,8 @@ def _check(plan: Path, env: dict[str, str] | None = None) -> tuple[Run, dict[str
     return run, run.json(), time.monotonic() - began
 
 
-def test_plan_check_probes_the_storage_apart_and_leaves_nothing_behind(sandbox: Sandbox) -> None:
+def test_plan_check_probes_the_storage_apart_and_leaves_nothing_behind(sandbox: Sandbox, ns: str) -> None:
+    create_topic(load_plan(sandbox.plan_file).cluster("old"), f"{ns}.t")  # an empty cluster: nothing to mirror
     run, report, _ = _check(sandbox.plan_file)
     assert run.code == 0, run.err
     assert report["ok"] is True and report["catalog"]["reachable"] is True

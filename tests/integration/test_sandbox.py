@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 
 from cutover.local.sandbox import Sandbox
-from cutover.plan import Plan
+from cutover.plan import Plan, derive
 from tests.conftest import cutover
 from tests.integration.kafka_util import create_topic, produce, read_all
 
@@ -62,7 +63,7 @@ def test_plan_check_reports_topics_groups_and_tables(sandbox: Sandbox, plan: Pla
     assert run.code == 0, run.err
     report = run.json()
     status = sandbox.status()
-    assert report["ok"] is True
+    assert report["ok"] is True and report["findings"] == []
     for side, partitions in (("old", 3), ("new", 2)):
         assert report[side]["reachable"] is True
         assert report[side]["cluster_id"] == status[side]["cluster_id"]
@@ -76,6 +77,43 @@ def test_plan_check_reports_topics_groups_and_tables(sandbox: Sandbox, plan: Pla
     assert f"old cluster {status['old']['bootstrap']}: id {status['old']['cluster_id']}" in text.out
     assert f"new cluster {status['new']['bootstrap']}: id {status['new']['cluster_id']}" in text.out
     assert f"{ns}.orders" in text.out and "3 partition(s)" in text.out
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"topics": {"include": ["{ns}.order"]}},
+     ["topics.include[0] '{ns}.order' matches no topic on the old cluster",
+      "fix: patterns are regular expressions that must match the whole name (it matches part of {ns}.orders"]),
+    ({"topics": {"include": ["{ns}\\..*"], "exclude": ["{ns}\\.orders"]}},
+     ["the plan selects no topic on the old cluster", "fix: fix topics.include / topics.exclude"]),
+    ({"groups": {"include": ["{ns}-nobody"]}},
+     ["groups.include[0] '{ns}-nobody' matches no consumer group on the old cluster"]),
+    ({"hooks": {"freeze_producers": "./freeze.sh"}},
+     ["hooks.freeze_producers: {tmp}/freeze.sh does not exist", "fix: create the script"]),
+    ({"hooks": {"resume": "./plain.sh"}}, ["hooks.resume: {tmp}/plain.sh is not executable", "fix: chmod +x"]),
+    ({"hooks": {"resume": "no-such-command-xyz --now"}}, ["the command 'no-such-command-xyz' is not on PATH"]),
+    ({"catalog": {"uri": "sqlite:///{tmp}/no-such-catalog.db"}},
+     ["catalog.uri sqlite:///{tmp}/no-such-catalog.db: the SQLite file {tmp}/no-such-catalog.db does not exist "
+      "(plan check does not create it)", "catalog cutover: not opened"]),
+], ids=["pattern-matches-nothing", "all-excluded", "group-matches-nothing", "hook-missing", "hook-not-executable",
+        "hook-not-on-path", "sqlite-file-missing"])
+def test_plan_check_is_not_ready_when_a_later_command_would_refuse(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path, change: dict[str, Any], words: list[str]) -> None:
+    create_topic(plan.cluster("old"), f"{ns}.orders", partitions=1)
+    (tmp_path / "plain.sh").write_text("#!/bin/sh\n")
+    fill = {"ns": ns, "tmp": str(tmp_path)}
+    section = json.loads(json.dumps(change).replace("{ns}", ns).replace("{tmp}", str(tmp_path)))
+    bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True, **section)
+    run = cutover("plan", "check", "--plan", str(bad.file))
+    assert run.code == 3, (run.code, run.out, run.err)
+    assert "NOT READY: see the findings above" in run.out and "Traceback" not in run.err
+    for word in words:
+        assert word.format(**fill) in run.out, run.out
+    report = cutover("plan", "check", "--plan", str(bad.file), "-o", "json").json()
+    assert report["ok"] is False and report["reachable"] is True and len(report["findings"]) == 1
+    assert not (tmp_path / "no-such-catalog.db").exists()
+    if "hooks" in change:  # the offline check finds the hooks too
+        offline = cutover("plan", "check", "--plan", str(bad.file), "--offline", "-o", "json")
+        assert offline.code == 3 and offline.json()["findings"] == report["findings"]
 
 
 def test_plan_check_names_an_unreachable_cluster_without_hanging(sandbox: Sandbox, tmp_path: Path) -> None:

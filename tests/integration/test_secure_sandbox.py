@@ -55,9 +55,20 @@ def test_reader_reads_and_describes_but_cannot_write(secure: Sandbox, tmp_path: 
     assert [(r.partition, r.key, r.value) for r in read_all(reader.cluster("old"), topic, partitions=2)] == [
         (1, b"k", b"v")]
 
+    # A read-only principal on old: not ready while the reverse mirror would write there at promote
     check = cutover("plan", "check", "--plan", str(reader_plan(secure, tmp_path)), "-o", "json")
-    assert check.code == 0, check.err
+    assert check.code == 3, (check.out, check.err)
     assert check.json()["old"]["topics"][topic] == 2
+    assert [(f["check"], f["problem"].split(": the reverse mirror")[0]) for f in check.json()["findings"]] == [
+        ("rights", "User:reader on the old cluster may not WRITE " + ", ".join(sorted(check.json()["old"]["topics"])))]
+    assert "switch.reverse_mirror: false" in check.json()["findings"][0]["fix"]
+    one_way = yaml.safe_load(reader_plan(secure, tmp_path).read_text())
+    one_way["switch"] = {**one_way.get("switch", {}), "reverse_mirror": False}
+    (tmp_path / "one-way.yaml").write_text(yaml.safe_dump(one_way))
+    check = cutover("plan", "check", "--plan", str(tmp_path / "one-way.yaml"), "-o", "json")
+    assert check.code == 0, (check.out, check.err)  # reading is all the mirror needs there
+    admin_check = cutover("plan", "check", "--plan", str(secure.plan_file), "-o", "json")
+    assert admin_check.code == 0 and admin_check.json()["findings"] == [], admin_check.out
 
     producer = Producer({**reader.cluster("old"), "message.timeout.ms": 10000})
     failures: list[KafkaError] = []

@@ -26,7 +26,10 @@ def test_hooks_get_their_context_and_a_failure_names_the_hook(tmp_path: Path) ->
         hooks.run(plan, "freeze_producers", hooks.environment(plan, step="bad"), 30)
     assert hooks.run(plan, "resume", {}, 30) is None  # no hook for the event: nothing runs
     script.chmod(0o644)
-    assert hooks.check(plan) == [f"hook freeze_producers: {script} does not exist or is not executable"]
+    assert hooks.check(plan) == [f"hooks.freeze_producers: {script} is not executable (fix: chmod +x {script})"]
+    script.unlink()
+    assert hooks.check(plan) == [f"hooks.freeze_producers: {script} does not exist (fix: create the script, or fix "
+                                 f"the path (a relative path is from the plan's folder, {tmp_path}))"]
 
 
 def test_routing_is_replaced_atomically_and_holds_no_secret(tmp_path: Path) -> None:

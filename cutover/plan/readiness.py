@@ -1,0 +1,147 @@
+"""What `plan check` finds that a later command would refuse: each a finding with its fix.
+
+Pure: given the plan and what the clusters hold (or nothing, offline), the list of findings.
+`plan check` is not ready while any is left; its exit code says so (3).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from cutover.plan.model import Plan, Selection
+
+#: What the include list is when a plan does not say: everything (not a finding if it is empty).
+_EVERYTHING = [".*"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    #: The part of the plan: topics, groups, hooks, catalog.
+    check: str
+    problem: str
+    fix: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def offline(plan: Plan) -> list[Finding]:
+    """What can be found without connecting: the hooks and a SQLite catalog's file."""
+    missing = sqlite_missing(plan)
+    return [*hook_findings(plan), *([missing] if missing else [])]
+
+
+def online(plan: Plan, old_topics: list[str] | None, old_groups: list[str] | None) -> list[Finding]:
+    """What the old cluster's topics and groups say (None: the cluster did not answer)."""
+    found: list[Finding] = []
+    if old_topics is not None:
+        found += _patterns(plan.spec.topics, old_topics, "topics", "topic", always=True)
+    if old_groups is not None:
+        found += _patterns(plan.spec.groups, old_groups, "groups", "consumer group", always=False)
+    return found
+
+
+#: What each side's principal does to the selected topics (the forward mirror reads old and
+#: writes new; the reverse mirror, started at promote, writes old). Creating topics on new and
+#: writing with transactional ids cannot be asked without trying: not checked here.
+_OLD_READS = ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")
+_NEW_WRITES = ("WRITE", "DESCRIBE")
+
+
+def rights(plan: Plan, side: str, principal: str, topics: dict[str, frozenset[str] | None]) -> list[Finding]:
+    """Operations the side's principal lacks on the selected topics (None: the broker did not say)."""
+    needs: list[tuple[str, str, str]] = []  # (operation, who needs it, what breaks)
+    if side == "old":
+        needs += [(op, "the mirror", "it reads the topics, their configs and the groups' offsets") for op in _OLD_READS]
+        if plan.spec.switch.reverse_mirror:
+            needs.append(("WRITE", "the reverse mirror (started at promote)",
+                          "rollback carries the records written on the new cluster back there"))
+    else:
+        needs += [(op, "the mirror", "it writes the copies, in transactions") for op in _NEW_WRITES]
+    found = []
+    for op, who, why in needs:
+        lacking = sorted(t for t, ops in topics.items() if ops is not None and op not in ops)
+        if not lacking:
+            continue
+        shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        fix = f"grant {op} on the selected topics to {principal} on the {side} cluster"
+        if op == "WRITE" and side == "old":
+            fix += (", or set switch.reverse_mirror: false (a read-only principal is enough then, but rollback "
+                    "cannot carry back what was written on the new cluster)")
+        found.append(Finding("rights", f"{principal} on the {side} cluster may not {op} {shown}: {who} needs it "
+                             f"({why})", fix))
+    return found
+
+
+def _patterns(sel: Selection, names: list[str], key: str, kind: str, always: bool) -> list[Finding]:
+    """An include pattern that matches nothing on the old cluster; and (topics) an empty selection."""
+    found = []
+    explicit = sel.include != _EVERYTHING
+    if explicit:
+        for i, pattern in enumerate(sel.include):
+            if not any(re.fullmatch(pattern, n) for n in names):
+                near = sorted(n for n in names if re.search(pattern, n))[:3]
+                found.append(Finding(key, f"{key}.include[{i}] {pattern!r} matches no {kind} on the old cluster "
+                                     f"({len(names)} there)",
+                                     "patterns are regular expressions that must match the whole name"
+                                     + (f" (it matches part of {', '.join(near)}: write {pattern}.* or the full "
+                                        "name)" if near else "; list them with `cutover plan check -o json` ("
+                                        f"{key}_total) or kafka-topics / kafka-consumer-groups --list")))
+    selected = sel.select(names)
+    if always and not selected and (not explicit or not found):
+        found.append(Finding(key, f"the plan selects no {kind} on the old cluster ({len(names)} there, "
+                             f"{len(sel.exclude)} exclude pattern(s))",
+                             f"fix {key}.include / {key}.exclude so that they select what is to move"))
+    return found
+
+
+def hook_findings(plan: Plan) -> list[Finding]:
+    found = []
+    for event, line in sorted(plan.spec.hooks.items()):
+        argv = shlex.split(line) if line.strip() else []
+        if not argv:
+            continue
+        program = argv[0]
+        if "/" in program:
+            path = Path(program) if os.path.isabs(program) else (plan.base_dir / program).resolve()
+            if not path.is_file():
+                found.append(Finding("hooks", f"hooks.{event}: {path} does not exist",
+                                     "create the script, or fix the path (a relative path is from the plan's "
+                                     f"folder, {plan.base_dir})"))
+            elif not os.access(path, os.X_OK):
+                found.append(Finding("hooks", f"hooks.{event}: {path} is not executable",
+                                     f"chmod +x {path}"))
+        elif shutil.which(program) is None:
+            found.append(Finding("hooks", f"hooks.{event}: the command {program!r} is not on PATH",
+                                 "install it, or give its path (a relative path is from the plan's folder)"))
+    return found
+
+
+def sqlite_missing(plan: Plan) -> Finding | None:
+    """A SQLite catalog whose file does not exist (opening it would create an empty catalog)."""
+    cat = plan.spec.catalog
+    if cat is None or not urlsplit(cat.uri).scheme.startswith("sqlite"):
+        return None
+    path = sqlite_path(cat.uri)
+    if path is None or path.is_file():
+        return None
+    return Finding("catalog", f"catalog.uri {cat.uri}: the SQLite file {path} does not exist (plan check does "
+                    "not create it)",
+                    "point catalog.uri at the catalog's existing file (sqlite:////absolute/path.db); a new "
+                    "catalog is created by the first shadow run, or by `cutover local up` for the sandbox")
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The file of a SQLAlchemy SQLite URL (sqlite:///relative, sqlite:////absolute); None in memory."""
+    rest = uri.split("://", 1)[1] if "://" in uri else ""
+    path = unquote(rest[1:].split("?", 1)[0]) if rest.startswith("/") else ""
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
