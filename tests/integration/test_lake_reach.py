@@ -7,7 +7,6 @@ failures need the catalog and storage servers (CUTOVER_TEST_CATALOG=rest|postgre
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +31,16 @@ def _variant(box: Sandbox, tmp_path: Path, name: str, **catalog: Any) -> Path:
                   catalog={**catalog, "properties": properties} if properties else catalog).file
 
 
-def _check(plan: Path, env: dict[str, str] | None = None) -> tuple[Run, dict[str, Any], float]:
-    """plan check; env: secret values changed (the environment wins over the plan's env_file)."""
-    began = time.monotonic()
-    run = cutover("plan", "check", "--plan", str(plan), "-o", "json", "--timeout", str(TIMEOUT), env=env)
-    return run, run.json(), time.monotonic() - began
+def _check(plan: Path, env: dict[str, str] | None = None) -> tuple[Run, dict[str, Any]]:
+    """plan check; env: secret values changed (the environment wins over the plan's env_file).
+    A command that hangs past its --timeout fails here at the subprocess's own deadline."""
+    run = cutover("plan", "check", "--plan", str(plan), "-o", "json", "--timeout", str(TIMEOUT), env=env, timeout=90)
+    return run, run.json()
 
 
 def test_plan_check_probes_the_storage_apart_and_leaves_nothing_behind(sandbox: Sandbox, ns: str) -> None:
     create_topic(load_plan(sandbox.plan_file).cluster("old"), f"{ns}.t")  # an empty cluster: nothing to mirror
-    run, report, _ = _check(sandbox.plan_file)
+    run, report = _check(sandbox.plan_file)
     assert run.code == 0, run.err
     assert report["ok"] is True and report["catalog"]["reachable"] is True
     storage = report["storage"]
@@ -66,7 +65,7 @@ def test_plan_check_names_what_is_wrong_with_the_storage(servers: Sandbox, tmp_p
     endpoint = box.status()["storage"]["endpoint"]
     secrets = secret_values(box.dir)
 
-    run, report, _ = _check(box.plan_file, env={"CUTOVER_SANDBOX_S3_SECRET_KEY": "not-the-key"})
+    run, report = _check(box.plan_file, env={"CUTOVER_SANDBOX_S3_SECRET_KEY": "not-the-key"})
     assert run.code == 1 and report["ok"] is False
     assert report["catalog"]["reachable"] is True, report["catalog"]  # the storage alone is named
     storage = report["storage"]
@@ -76,21 +75,21 @@ def test_plan_check_names_what_is_wrong_with_the_storage(servers: Sandbox, tmp_p
     for value in [*secrets, "not-the-key"]:
         assert value not in run.out and value not in run.err
 
-    run, report, _ = _check(_variant(box, tmp_path, "bucket", storage="s3://no-such-bucket/",
+    run, report = _check(_variant(box, tmp_path, "bucket", storage="s3://no-such-bucket/",
                                      warehouse="s3://no-such-bucket/"))
     assert report["storage"]["usable"] is False
     assert report["storage"]["error"].startswith(
         f"storage {endpoint} bucket no-such-bucket: the bucket 'no-such-bucket' does not exist")
 
     refused = f"http://127.0.0.1:{closed_port}"
-    run, report, _ = _check(_variant(box, tmp_path, "refused", properties={"s3.endpoint": refused}))
+    run, report = _check(_variant(box, tmp_path, "refused", properties={"s3.endpoint": refused}))
     assert report["storage"]["error"].startswith(f"storage {refused} bucket warehouse cannot be used")
     assert "s3.endpoint" in report["storage"]["fix"]
 
     silent = f"http://127.0.0.1:{silent_port}"
-    run, report, took = _check(_variant(box, tmp_path, "silent", properties={"s3.endpoint": silent}))
+    run, report = _check(_variant(box, tmp_path, "silent", properties={"s3.endpoint": silent}))
     assert report["storage"]["error"] == f"storage {silent} bucket warehouse did not answer within {TIMEOUT}s"
-    assert run.code == 1 and took < 120  # the command ends at the deadline, not at some client's own
+    assert run.code == 1  # it ended at its deadline (a hang fails at _check's), not at some client's own
 
 
 def test_plan_check_names_what_is_wrong_with_the_catalog(servers: Sandbox, tmp_path: Path, silent_port: int,
@@ -102,7 +101,7 @@ def test_plan_check_names_what_is_wrong_with_the_catalog(servers: Sandbox, tmp_p
     uri = load_plan(box.plan_file).spec.catalog.uri  # type: ignore[union-attr]
 
     if kind == "postgres":
-        run, report, _ = _check(box.plan_file, env={"CUTOVER_SANDBOX_CATALOG_PASSWORD": "not-the-password"})
+        run, report = _check(box.plan_file, env={"CUTOVER_SANDBOX_CATALOG_PASSWORD": "not-the-password"})
         cat = report["catalog"]
         assert cat["reachable"] is False
         assert cat["error"].startswith(f"catalog cutover at {cat['uri']}: the database refused the login of user ")
@@ -113,20 +112,20 @@ def test_plan_check_names_what_is_wrong_with_the_catalog(servers: Sandbox, tmp_p
         silent_uri = uri.replace(f":{status['catalog']['port']}/", f":{silent_port}/")
     else:
         # A server that refuses: the storage's S3 endpoint answers the REST calls with 403.
-        run, report, _ = _check(_variant(box, tmp_path, "forbidden", uri=status["storage"]["endpoint"]))
+        run, report = _check(_variant(box, tmp_path, "forbidden", uri=status["storage"]["endpoint"]))
         cat = report["catalog"]
         assert cat["error"].startswith(f"catalog cutover at {status['storage']['endpoint']} refused access (403)")
         refused_uri, silent_uri = f"http://127.0.0.1:{closed_port}", f"http://127.0.0.1:{silent_port}"
 
-    run, report, _ = _check(_variant(box, tmp_path, "refused", uri=refused_uri))
+    run, report = _check(_variant(box, tmp_path, "refused", uri=refused_uri))
     assert run.code == 1 and report["catalog"]["reachable"] is False
     assert " cannot be used: " in report["catalog"]["error"] and "catalog.uri" in report["catalog"]["fix"]
     assert report["old"]["reachable"] is True and report["new"]["reachable"] is True
 
-    run, report, took = _check(_variant(box, tmp_path, "silent", uri=silent_uri))
+    run, report = _check(_variant(box, tmp_path, "silent", uri=silent_uri))
     assert report["catalog"]["error"].endswith(f" did not answer within {TIMEOUT}s"), report["catalog"]
     assert report["catalog"]["error"].startswith("catalog cutover at ")
-    assert run.code == 1 and took < 120
+    assert run.code == 1
 
 
 def test_a_spark_command_with_wrong_storage_keys_stops_with_the_storage_named_before_spark_starts(
