@@ -101,8 +101,7 @@ def _catalog_report(plan: Plan, timeout: float) -> dict[str, Any]:
     if missing is not None:  # never opened (SQLite would create the file): a finding, not a failure
         return {**base, "reachable": None, "tables": [], "note": "not opened: its SQLite file does not exist"}
     try:
-        reach.probe_catalog(cat, timeout)
-        iceberg = catalog.load(cat)
+        iceberg = reach.probe_catalog(cat, timeout)  # the catalog it opened: not opened twice
         tables = []
         for pair in plan.spec.tables:
             for role in ("old", "new"):
@@ -138,6 +137,10 @@ def _storage_report(plan: Plan, timeout: float, catalog_report: dict[str, Any]) 
     return {"usable": True, "location": location, "note": done}
 
 
+def _failed(label: str, part: dict[str, Any]) -> list[str]:
+    return [f"{label}: FAILED: {part['error']}", *([f"  fix: {part['fix']}"] if part.get("fix") else [])]
+
+
 def render_findings(findings: list[dict[str, Any]]) -> list[str]:
     lines = [f"findings ({len(findings)}): a later command would refuse the plan"] if findings else []
     for f in findings:
@@ -152,8 +155,7 @@ def render(report: dict[str, Any]) -> str:
     for side in ("old", "new"):
         c = report[side]
         if not c["reachable"]:
-            lines.append(f"{side} cluster {c['bootstrap']}: FAILED: {c['error']}")
-            lines += [f"  fix: {c['fix']}"] if c.get("fix") else []
+            lines += _failed(f"{side} cluster {c['bootstrap']}", c)
             continue
         lines.append(f"{side} cluster {c['bootstrap']}: id {c['cluster_id']}, {c['brokers']} broker(s)")
         lines.append(f"  topics selected: {len(c['topics'])} of {c['topics_total']}")
@@ -167,8 +169,7 @@ def render(report: dict[str, Any]) -> str:
     elif cat["reachable"] is None:
         lines.append(f"catalog {cat['name']}: {cat['note']} (see the findings)")
     elif not cat["reachable"]:
-        lines.append(f"catalog {cat['name']}: FAILED: {cat['error']}")
-        lines += [f"  fix: {cat['fix']}"] if cat.get("fix") else []
+        lines += _failed(f"catalog {cat['name']}", cat)
     else:
         lines.append(f"catalog {cat['name']}: reachable, {len(cat['tables'])} table(s) named")
         if cat["tables"]:
@@ -178,8 +179,7 @@ def render(report: dict[str, Any]) -> str:
     if st["usable"] is None:
         lines.append(f"storage: not probed: {st['note']}")
     elif not st["usable"]:
-        lines.append(f"storage {st['location']}: FAILED: {st['error']}")
-        lines += [f"  fix: {st['fix']}"] if st.get("fix") else []
+        lines += _failed(f"storage {st['location']}", st)
     else:
         lines.append(f"storage {st['location']}: usable: {st['note']}")
     lines += render_findings(report["findings"])

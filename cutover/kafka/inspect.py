@@ -66,10 +66,9 @@ def list_groups(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
 
 @dataclass(frozen=True)
 class Rights:
-    """What the plan's principal may do, as the brokers say (KIP-430 authorized operations):
-    operation names, or None where the broker did not say."""
+    """What the plan's principal may do on each topic, as the brokers say (KIP-430 authorized
+    operations): operation names, or None where the broker did not say."""
 
-    cluster: frozenset[str] | None
     topics: dict[str, frozenset[str] | None]
 
 
@@ -82,14 +81,11 @@ def _operations(ops: Any) -> frozenset[str] | None:
 
 
 def rights(ref: ClusterRef, topics: list[str], timeout: float = DEFAULT_TIMEOUT) -> Rights:
-    """The principal's authorized operations on the cluster and on each topic (a topic it may not
-    even describe: no operations)."""
+    """The principal's authorized operations on each topic (a topic it may not even describe: none)."""
     from confluent_kafka import KafkaError, TopicCollection
 
     client = admin(ref)
     try:
-        cluster = client.describe_cluster(include_authorized_operations=True, request_timeout=timeout)
-        cluster_ops = _operations(cluster.result(timeout=timeout + 1).authorized_operations)
         asked = client.describe_topics(TopicCollection(topics), include_authorized_operations=True,
                                        request_timeout=timeout) if topics else {}
         topic_ops: dict[str, frozenset[str] | None] = {}
@@ -102,4 +98,4 @@ def rights(ref: ClusterRef, topics: list[str], timeout: float = DEFAULT_TIMEOUT)
                 topic_ops[name] = frozenset()
     except (KafkaException, concurrent.futures.TimeoutError) as exc:
         raise ref.failure(exc, "asking which operations the principal may do", client) from None
-    return Rights(cluster_ops, topic_ops)
+    return Rights(topic_ops)

@@ -18,13 +18,16 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 from cutover import secrets
 from cutover.errors import AccessDenied, CutoverError, UnreachableError, UsageError
 from cutover.lake import catalog as catalog_mod
 from cutover.plan.model import Catalog
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog as IcebergCatalog
 
 T = TypeVar("T")
 
@@ -66,16 +69,17 @@ def safe_address(cat: Catalog) -> str:
     return catalog_mod.safe_uri(cat.uri)
 
 
-def probe_catalog(cat: Catalog, timeout: float) -> None:
-    """Open the catalog and list its namespaces; raise a named error when it cannot be used."""
-    def ask() -> None:
+def probe_catalog(cat: Catalog, timeout: float) -> IcebergCatalog:
+    """Open the catalog and list its namespaces; the catalog, or a named error when it cannot be used."""
+    def ask() -> IcebergCatalog:
         iceberg = catalog_mod.load(cat)
         try:
             iceberg.list_namespaces()
         except Exception as exc:  # the backends' errors vary; classified by type and text
             raise catalog_mod.catalog_error(cat, exc) from None
+        return iceberg
 
-    _within(f"catalog {cat.name} at {safe_address(cat)}", safe_address(cat), timeout, ask)
+    return _within(f"catalog {cat.name} at {safe_address(cat)}", safe_address(cat), timeout, ask)
 
 
 def storage_location(cat: Catalog, table_locations: Callable[[], list[str]] | None = None) -> str | None:
