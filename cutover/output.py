@@ -33,12 +33,12 @@ def emit(result: Any, fmt: Format, render_text: Callable[[Any], str]) -> None:
     sys.stdout.flush()
 
 
-def _stderr(message: str) -> None:
+def to_stderr(message: str) -> None:
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
 
 
-_reporter: Callable[[str], None] = _stderr
+_reporter: Callable[[str], None] = to_stderr
 
 
 def set_reporter(sink: Callable[[str], None]) -> Callable[[str], None]:

@@ -15,6 +15,13 @@ from cutover.kafka.inspect import ClusterView, view
 from cutover.plan import ClusterSide, Plan, readiness
 
 
+def offline(plan: Plan) -> dict[str, Any]:
+    """The report of `plan check --offline`: the keys of `check`, with what was not asked as null."""
+    findings = [f.as_dict() for f in readiness.offline(plan)]
+    return {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": True, "old": None, "new": None,
+            "catalog": None, "storage": None, "reachable": None, "findings": findings, "ok": not findings}
+
+
 def check(plan: Plan, timeout: float) -> dict[str, Any]:
     """The report; `ok` is False when any cluster, the catalog or the storage could not be used
     (`reachable`), or when a later command would refuse the plan (`findings`)."""
@@ -22,7 +29,7 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
         futures = {s: pool.submit(view, ClusterRef.of(plan, s), timeout) for s in sides}
         lake = pool.submit(_lake_reports, plan, timeout)  # beside the clusters: one deadline for all
-        report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name}
+        report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": False}
         for side in sides:
             report[side] = _cluster_report(plan, side, futures[side])
         report["catalog"], report["storage"] = lake.result()
@@ -60,7 +67,7 @@ def exit_code(report: dict[str, Any]) -> int:
     """0 ready; 1 something did not answer or could not be used; 3 not ready (findings)."""
     if report["ok"]:
         return 0
-    return 1 if not report.get("reachable", True) else 3
+    return 1 if report["reachable"] is False else 3
 
 
 def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Future[ClusterView]) -> dict[str, Any]:

@@ -22,27 +22,54 @@ class _ScrubbingHandler(logging.StreamHandler):  # type: ignore[type-arg]
         return secrets.scrub(super().format(record))
 
 
-def _setup_logging(debug: bool, verbose: bool) -> None:
+def _setup_logging(debug: bool, verbose: bool, quiet: bool = False) -> None:
     handler = _ScrubbingHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("cutover")
     root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
+    root.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.ERROR if quiet else logging.WARNING)
     root.propagate = False
     logging.getLogger("cutover.kafka.librdkafka").setLevel(logging.DEBUG if debug else logging.CRITICAL + 10)
     # py4j logs a Python traceback when a foreachBatch callback raises; cutover reports the error itself.
     logging.getLogger("py4j").setLevel(logging.DEBUG if debug else logging.CRITICAL + 10)
 
 
+#: The flags every command takes, before or after its name: `cutover --debug plan check` is
+#: `cutover plan check --debug`.
+_VERBOSITY = {"debug": (("--debug",), "Show debug logs and tracebacks."),
+              "verbose": (("-v", "--verbose"), "Show informational logs on stderr."),
+              "quiet": (("-q", "--quiet"), "Only results (stdout) and errors (stderr): no progress or warnings.")}
+
+
+def _verbosity(name: str) -> click.Option:
+    def turn_on(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if not value:
+            return
+        root = ctx.find_root()
+        root.obj = {**(root.obj or {}), name: True}
+        _apply_verbosity(root.obj)
+
+    flags, text = _VERBOSITY[name]
+    return click.Option(list(flags), is_flag=True, expose_value=False, callback=turn_on, help=text)
+
+
+def _apply_verbosity(flags: dict[str, bool]) -> None:
+    from cutover import output
+
+    debug, verbose, quiet = (bool(flags.get(n)) for n in ("debug", "verbose", "quiet"))
+    if quiet and (debug or verbose):
+        raise click.UsageError("--quiet cannot be used with --debug or --verbose")
+    _setup_logging(debug, verbose, quiet)
+    output.set_reporter((lambda _line: None) if quiet else output.to_stderr)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="cutover")
-@click.option("--debug", is_flag=True, help="Show debug logs and tracebacks.")
-@click.option("-v", "--verbose", is_flag=True, help="Show informational logs on stderr.")
+@click.version_option(__version__, "-V", "--version", prog_name="cutover")
 @click.pass_context
-def cli(ctx: click.Context, debug: bool, verbose: bool) -> None:
+def cli(ctx: click.Context) -> None:
     """Move Kafka workloads, and the Iceberg tables fed from them, between clusters: provably, reversibly."""
-    ctx.obj = {"debug": debug}
-    _setup_logging(debug, verbose)
+    ctx.obj = {"debug": False, **(ctx.obj or {})}
+    _apply_verbosity(ctx.obj)
 
 
 def _register() -> None:
@@ -59,6 +86,14 @@ def _register() -> None:
     cli.add_command(switch.status_cmd)
     cli.add_command(drill.drill_group)
     cli.add_command(drill.demo_cmd)
+    _add_verbosity(cli)
+
+
+def _add_verbosity(command: click.Command) -> None:
+    """--debug, -v and -q on the command and every command under it."""
+    command.params += [_verbosity(name) for name in _VERBOSITY]
+    for sub in getattr(command, "commands", {}).values():
+        _add_verbosity(sub)
 
 
 _register()

@@ -27,14 +27,14 @@ def check_cmd(plan_file: str, fmt: Format, timeout: float, offline: bool) -> int
     invalid; 3 when everything answered but there are findings (not ready).
     """
     from cutover import probe
-    from cutover.plan import load_plan, readiness
+    from cutover.plan import load_plan
 
     plan = load_plan(plan_file)
     if offline:
-        findings = [f.as_dict() for f in readiness.offline(plan)]
-        emit({"plan": str(plan.file), "name": plan.name, "valid": True, "findings": findings, "ok": not findings},
-             fmt, lambda r: "\n".join([f"plan {r['name']} ({r['plan']}): valid", *probe.render_findings(findings)]))
-        return 0 if not findings else 3
+        report = probe.offline(plan)
+        emit(report, fmt, lambda r: "\n".join([f"plan {r['name']} ({r['plan']}): valid",
+                                                *probe.render_findings(r["findings"])]))
+        return probe.exit_code(report)
     report = probe.check(plan, timeout)
     emit(report, fmt, probe.render)
     return probe.exit_code(report)

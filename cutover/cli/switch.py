@@ -106,9 +106,15 @@ translates groups back exactly, switches routing back, hands tables back and res
 @output_option
 @timeout_option(10.0)
 def status_cmd(plan_file: str, fmt: Format, timeout: float) -> int:
-    """Where the migration stands: phase, steps, freeze window, mirror lag, last verify, routing."""
+    """Where the migration stands: phase, steps, freeze window, mirror lag, last verify, routing.
+
+    Exit 0 when every part answered and none is in error; 1 when one is (a cluster, the
+    catalog or the routing file could not be read, a mirror has a DATA LOSS gap, a switch
+    step failed), listed under `problems`.
+    """
     from cutover.plan import load_plan
     from cutover.switch import status
 
-    emit(status.status(load_plan(plan_file), timeout), fmt, status.render)
-    return 0
+    report = status.status(load_plan(plan_file), timeout)
+    emit(report, fmt, status.render)
+    return 1 if report["problems"] else 0

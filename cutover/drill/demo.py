@@ -18,7 +18,7 @@ from cutover.drill import model, runner
 from cutover.plan import Plan, derive, load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNBOOK = ROOT / "runbooks" / "full-migration.yaml"
+RUNBOOK = model.RUNBOOKS / "full-migration.yaml"
 ORDERS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "order_id", "type": "string"},
           {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
           {"name": "currency", "type": "string"}, {"name": "created_at", "type": "long"}]

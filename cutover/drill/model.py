@@ -100,12 +100,26 @@ def _unknown_params(value: Any, params: dict[str, Any]) -> set[str]:
     return set()
 
 
+#: The runbooks that come with cutover: `drill show full-migration` finds runbooks/full-migration.yaml.
+RUNBOOKS = Path(__file__).resolve().parents[2] / "runbooks"
+
+
+def find(file: str | Path) -> Path:
+    """A runbook's file: the path given, or a bundled runbook's name (with or without .yaml)."""
+    path = Path(file).expanduser().absolute()
+    if path.exists() or len(Path(file).parts) != 1:
+        return path
+    bundled = RUNBOOKS / (Path(file).name if Path(file).suffix in (".yaml", ".yml") else f"{file}.yaml")
+    return bundled if bundled.is_file() else path
+
+
 def load(file: str | Path, overrides: dict[str, str] | None = None) -> Runbook:
     """Read and validate a runbook; raises PlanError (exit 2) listing every problem."""
     from cutover.drill.ops import OPS
 
-    path = Path(file).expanduser().absolute()
-    doc = read_document(path)
+    path = find(file)
+    doc = read_document(path, "runbook", f"give a runbook file's path, or the name of one in {RUNBOOKS}: "
+                                         f"{', '.join(sorted(p.stem for p in RUNBOOKS.glob('*.yaml'))) or 'none'}")
     builder = Builder(doc)
     spec = builder.build(RunbookSpec, doc.data, ())
     problems = list(builder.problems)

@@ -43,6 +43,8 @@ class ClusterRef:
     name: str
     properties: Mapping[str, str]
     errors: list[KafkaError] = field(default_factory=list)
+    #: librdkafka's last FAIL log lines for this cluster: where it says why a connection failed.
+    failures: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, plan: Plan, side: ClusterSide) -> ClusterRef:
@@ -65,7 +67,7 @@ class ClusterRef:
 
         conf: dict[str, Any] = dict(self.properties)
         conf.setdefault("socket.connection.setup.timeout.ms", 5000)
-        conf.update({"logger": client_log, "error_cb": on_error})
+        conf.update({"logger": _ClientLog(self), "error_cb": on_error})
         conf.update(extra)
         return conf
 
@@ -77,26 +79,45 @@ class ClusterRef:
         """
         if client is not None:
             client.poll(0.2)
+        from cutover.kafka import diagnose, tls
+
         kerr = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
         candidates = [kerr] if isinstance(kerr, KafkaError) else []
         candidates += reversed(self.errors)
-        for err in candidates:
-            if err.code() in _AUTH_CODES:
-                return AccessDenied(
-                    f"{self.describe()} refused {doing}: {err.str()}",
-                    fix="check the credentials and ACLs of this principal in the plan",
-                )
-        cause = candidates[0].str() if candidates else (str(exc) if exc else "no answer")
-        from cutover.kafka import tls
-
-        found = tls.diagnose(self.properties)
-        if found is not None:
-            what, fix = found
+        found = diagnose.explain([*(e.str() for e in candidates), *reversed(self.failures)], self.properties)
+        if found is not None and found.kind in diagnose.BEFORE_TLS:  # SASL set up wrong, DNS: said exactly
+            return UnreachableError(f"could not reach {self.describe()} while {doing}: {found.what}", fix=found.fix)
+        auth = next((e for e in candidates if e.code() in _AUTH_CODES), None)
+        if auth is not None or (found is not None and found.kind == "denied"):
+            cause = auth.str() if auth is not None else found.what if found is not None else ""
+            fix = found.fix if found is not None and found.kind == "denied" else \
+                "check the credentials and ACLs of this principal in the plan"
+            return AccessDenied(f"{self.describe()} refused {doing}: {cause}", fix=fix)
+        handshake = tls.diagnose(self.properties)
+        if handshake is not None:
+            what, fix = handshake
             return UnreachableError(f"could not reach {self.describe()} while {doing}: {what}", fix=fix)
+        if found is not None:
+            return UnreachableError(f"could not reach {self.describe()} while {doing}: {found.what}", fix=found.fix)
+        cause = candidates[0].str() if candidates else (str(exc) if exc else "no answer")
         return UnreachableError(
             f"could not reach {self.describe()} while {doing}: {cause}",
             fix="check bootstrap.servers and that the brokers are up and reachable from here",
         )
+
+
+class _ClientLog:
+    """The `logger` of a cluster's clients: keeps its FAIL lines for `failure`, passes every line on to
+    `client_log` (shown with --debug only)."""
+
+    def __init__(self, ref: ClusterRef) -> None:
+        self.ref = ref
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        text = msg % args if args else msg
+        if text.startswith("FAIL "):
+            self.ref.failures = [*self.ref.failures, text][-10:]
+        client_log.log(level, "%s", text)
 
 
 def admin(ref: ClusterRef) -> AdminClient:

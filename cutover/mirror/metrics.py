@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
 from cutover.common import TP
+from cutover.errors import UsageError
 from cutover.mirror.offsetmap import PartitionMap
 
 
@@ -28,7 +29,13 @@ class Metrics:
         self.group_sync = Gauge("cutover_mirror_group_sync_timestamp_seconds", "Last sync of a consumer group",
                                 ["direction", "group"], registry=self.registry)
         if port is not None:
-            start_http_server(port, registry=self.registry)
+            try:
+                start_http_server(port, registry=self.registry)
+            except OSError as exc:
+                raise UsageError(f"--metrics-port {port}: cannot serve metrics on port {port} of this host: "
+                                 f"{exc.strerror or exc}",
+                                 fix=f"choose a free port, or stop what holds it (ss -ltnp 'sport = :{port}' "
+                                     "shows it); ports below 1024 need privileges") from None
 
     def observe(self, direction: str, ends: Mapping[TP, int], maps: Mapping[TP, PartitionMap]) -> None:
         for tp, end in ends.items():

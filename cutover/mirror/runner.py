@@ -68,6 +68,7 @@ class Run:
 def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     """Mirror until caught up (or until `stop` is set). Returns the run's summary."""
     r = Run(plan, opts, stop)
+    metrics = Metrics(opts.metrics_port)  # a port in use is named before any cluster is asked
     rt, sel = r.rt, plan.spec.topics
     r.source_cluster = cluster_id(rt.source, opts.timeout)
     if opts.direction == "forward" and not opts.for_switch:
@@ -77,7 +78,6 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
     limit = topics.batch_limit(rt, r.topics, opts.timeout)
     copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, opts.timeout)
-    metrics = Metrics(opts.metrics_port)
     try:
         copier.init()
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,8 @@ from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 
 __all__ = ["ClusterSide", "Plan", "PlanSpec", "TablePair", "derive", "load_plan", "select_pairs"]
+
+log = logging.getLogger("cutover.plan")
 
 
 def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
@@ -44,6 +47,9 @@ def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
     for side in ("old", "new"):
         secrets.register_config(getattr(spec.clusters, side))
     secrets.register_config(spec.catalog.properties if spec.catalog else {})
+    log.info("plan %s read from %s: clusters %s -> %s, %d table pair(s)%s", spec.name, path,
+             spec.clusters.old.get("bootstrap.servers"), spec.clusters.new.get("bootstrap.servers"), len(spec.tables),
+             f", variables from {env_file}" if isinstance(env_file, str) else "")
     return Plan(spec=spec, file=path)
 
 

@@ -29,6 +29,17 @@ def _table_name(name: str) -> str | None:
     return None
 
 
+_PLAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _plan_name(name: str) -> str | None:
+    """The name is part of transactional ids, group ids and the journal's folder: a safe word for all three."""
+    if _PLAN_NAME.fullmatch(name) and name not in (".", ".."):
+        return None
+    return (f"'{name}' cannot name a plan: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter "
+            "or digit (it becomes part of Kafka transactional and group ids and of a folder name)")
+
+
 @dataclass(frozen=True)
 class Selection:
     """Names selected by regular expressions (full match): included and not excluded."""
@@ -215,7 +226,7 @@ class PlanSpec:
     """What the YAML holds. `Plan` adds where it came from."""
 
     clusters: Clusters
-    name: str = "migration"
+    name: str = field(default="migration", metadata={"check": _plan_name})
     version: int = field(default=1, metadata={"check": lambda v: None if v == 1 else
                                               f"plan version {v} is not supported by this cutover (supports 1)"})
     env_file: str | None = None

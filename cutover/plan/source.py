@@ -52,14 +52,27 @@ class Document:
         return f"{self.file}: {render_path(path)}"
 
 
-def read_document(file: Path) -> Document:
-    """Parse YAML keeping line numbers. Syntax errors name line and column."""
+def read_text(file: Path, kind: str = "plan file", missing_fix: str = "check the --plan path") -> str:
+    """A UTF-8 text file; a missing, unreadable or non-UTF-8 file is a PlanError naming the file and the place
+    (never a byte of it: an env file holds secrets)."""
     try:
-        text = file.read_text(encoding="utf-8")
+        raw = file.read_bytes()
     except FileNotFoundError:
-        raise PlanError([f"{file}: plan file not found (fix: check the --plan path)"]) from None
+        raise PlanError([f"{file}: {kind} not found (fix: {missing_fix})"]) from None
     except OSError as exc:
-        raise PlanError([f"{file}: cannot read the plan file: {exc.strerror}"]) from None
+        raise PlanError([f"{file}: cannot read the {kind}: {exc.strerror}"]) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise PlanError([f"{file}:{line}:{column}: the {kind} is not UTF-8 text (byte offset {exc.start}: "
+                         f"{exc.reason}) (fix: save it as UTF-8, e.g. iconv -f latin1 -t utf-8)"]) from None
+
+
+def read_document(file: Path, kind: str = "plan file", missing_fix: str = "check the --plan path") -> Document:
+    """Parse YAML keeping line numbers. Syntax errors name line and column."""
+    text = read_text(file, kind, missing_fix)
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -101,7 +114,7 @@ def _to_python(node: yaml.Node, path: PathKey, doc: Document, loader: yaml.SafeL
 def read_env_file(file: Path) -> dict[str, str]:
     """KEY=VALUE lines (blank lines and # comments ignored), as in docker compose's env_file."""
     values: dict[str, str] = {}
-    for n, raw in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, raw in enumerate(read_text(file, "env file", "create it, or remove env_file").splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

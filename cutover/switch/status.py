@@ -42,7 +42,7 @@ def status(plan: Plan, timeout: float = 10.0) -> dict[str, Any]:
     history = journal.read(folder)
     last = history.last
     action: journal.Action = last.action if last else "promote"
-    return {
+    report = {
         "plan": plan.name, "phase": history.phase(), "journal": str(folder / "journal.jsonl"),
         "running": journal.holder(folder),
         "action": last.action if last else None,
@@ -55,6 +55,23 @@ def status(plan: Plan, timeout: float = 10.0) -> dict[str, Any]:
         "verify": _try(lambda: _verify(plan)),
         "routing": _try(lambda: routing.read(plan)) or {"active": "old", "note": "no routing file written yet"},
     }
+    report["problems"] = problems(report)
+    return report
+
+
+def problems(s: dict[str, Any]) -> list[str]:
+    """What is in error: a part that could not be read, records lost to a gap, a step that failed. `cutover
+    status` exits 1 when there is one."""
+    found = [f"{s['action']} step {st['name']} failed: {st['error']}" for st in s["steps"]
+             if st["outcome"] == "failed"]
+    for d in ("forward", "reverse"):
+        m = s["mirror"][d]
+        if m is not None and "error" in m:
+            found.append(f"mirror {d}: {m['error']}")
+        elif m is not None and m["gaps"]:
+            found.append(f"mirror {d}: {m['gaps']} DATA LOSS gap(s) (see cutover mirror status)")
+    found += [f"{part}: {s[part]['error']}" for part in ("verify", "routing") if "error" in s[part]]
+    return found
 
 
 def render(s: dict[str, Any]) -> str:
@@ -90,4 +107,6 @@ def render(s: dict[str, Any]) -> str:
     lines.append("routing: " + (r["error"] if "error" in r else f"active {r['active']}"
                                 + (f" ({r['bootstrap.servers']}, since {r['changed_at']})" if "changed_at" in r
                                    else "")))
+    if s["problems"]:
+        lines.append(f"NOT OK: {len(s['problems'])} part(s) in error (above); exit code 1")
     return "\n".join(lines)

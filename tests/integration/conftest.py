@@ -141,6 +141,42 @@ def silent_port() -> Iterator[int]:
         listener.close()
 
 
+@contextmanager
+def _serving(server: Any) -> Iterator[int]:
+    """Serve a socketserver on a daemon thread; yield its port."""
+    import threading
+
+    with server:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield int(server.server_address[1])
+        finally:
+            server.shutdown()
+
+
+@pytest.fixture
+def banner_port() -> Iterator[int]:
+    """A loopback port whose listener greets every connection like an SSH server: not Kafka."""
+    import socketserver
+
+    class Greet(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+
+    with _serving(socketserver.ThreadingTCPServer(("127.0.0.1", 0), Greet)) as port:
+        yield port
+
+
+@pytest.fixture
+def http_port() -> Iterator[int]:
+    """A loopback port with a real HTTP server on it (Python's http.server): not Kafka."""
+    import http.server
+
+    with _serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)) as port:
+        yield port
+
+
 @pytest.fixture
 def closed_port() -> int:
     """A loopback port nothing listens on (bound, then closed): connections are refused."""

@@ -32,6 +32,47 @@ def test_status_json_has_the_documented_shape(sandbox: Sandbox) -> None:
     assert (sandbox.dir / "old" / "broker.log").stat().st_size > 0
 
 
+@pytest.mark.parametrize(("port", "props", "words"), [
+    ("http_port", {}, ["127.0.0.1:{port} accepted the connection but never answered Kafka's first request",
+                       "not a Kafka listener (an HTTP or other server on that port?)",
+                       "fix: check the port and security.protocol against the brokers' listeners"]),
+    ("banner_port", {}, ["127.0.0.1:{port} is not a Kafka listener: it answered Kafka's first request with bytes "
+                         "that are not Kafka ('SSH-'...)", "fix: check the port in bootstrap.servers"]),
+    ("closed_port", {}, ["nothing listens on 127.0.0.1:{port} (connection refused)",
+                         "fix: check bootstrap.servers (host and port) and that the brokers are up"]),
+    (None, {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "app",
+            "sasl.password": "pw-never-shown"},
+     ["is not a SASL listener: the broker refused the SASL handshake",
+      "fix: set security.protocol to PLAINTEXT and drop the sasl.* settings"]),
+], ids=["http-server", "ssh-like-server", "nothing-listens", "sasl-client-plaintext-listener"])
+def test_a_wrong_address_or_protocol_is_named_with_what_to_check(
+        sandbox: Sandbox, tmp_path: Path, request: pytest.FixtureRequest, port: str | None,
+        props: dict[str, str], words: list[str]) -> None:
+    old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
+    number = request.getfixturevalue(port) if port else int(old["bootstrap.servers"].rsplit(":", 1)[1])
+    old.update({"bootstrap.servers": f"127.0.0.1:{number}", **props})
+    bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True, clusters={"old": old})
+    run = cutover("plan", "check", "--plan", str(bad.file), "--timeout", "5", timeout=90)
+    assert run.code == 1, (run.out, run.err)
+    assert f"old cluster 127.0.0.1:{number}: FAILED: could not reach the old cluster" in run.out
+    for word in words:
+        assert word.format(port=number) in run.out, run.out
+    assert "pw-never-shown" not in run.out + run.err and "Traceback" not in run.err
+
+
+def test_status_exits_1_and_names_the_part_in_error(sandbox: Sandbox, tmp_path: Path, closed_port: int) -> None:
+    old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
+    bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True,
+                 clusters={"old": {**old, "bootstrap.servers": f"127.0.0.1:{closed_port}"}})
+    run = cutover("status", "--plan", str(bad.file), "--timeout", "3", timeout=60)
+    assert run.code == 1, (run.out, run.err)
+    assert f"mirror forward: could not reach the old cluster (127.0.0.1:{closed_port})" in run.out
+    assert "NOT OK: 1 part(s) in error (above); exit code 1" in run.out
+    report = cutover("status", "--plan", str(bad.file), "--timeout", "3", "-o", "json", timeout=60)
+    assert report.code == 1 and len(report.json()["problems"]) == 1
+    assert report.json()["problems"][0].startswith("mirror forward: could not reach the old cluster")
+
+
 def test_a_sqlite_catalog_has_no_server_to_stop(sandbox: Sandbox) -> None:
     if sandbox.status()["catalog"]["kind"] != "sqlite":
         pytest.skip("this sandbox's catalog has servers (test_lake.py covers them)")
@@ -114,6 +155,8 @@ def test_plan_check_is_not_ready_when_a_later_command_would_refuse(
     if "hooks" in change:  # the offline check finds the hooks too
         offline = cutover("plan", "check", "--plan", str(bad.file), "--offline", "-o", "json")
         assert offline.code == 3 and offline.json()["findings"] == report["findings"]
+        assert sorted(offline.json()) == sorted(report)  # the same keys: what was not asked is null
+        assert (offline.json()["offline"], report["offline"], offline.json()["old"]) == (True, False, None)
 
 
 def test_plan_check_names_an_unreachable_cluster_without_hanging(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -103,3 +103,32 @@ def test_mirror_reads_the_old_cluster_with_read_and_describe_rights_only(secure:
     passwords = [line.split("=", 1)[1] for line in secure.secrets_file.read_text().splitlines() if "=" in line]
     for out in outputs:
         assert not any(p in out for p in passwords)
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"sasl.mechanism": "SCRAM-SHA-512"},
+     ["the broker at 127.0.0.1:{port} does not offer SASL mechanism SCRAM-SHA-512 (it offers: SCRAM-SHA-256)",
+      "fix: set sasl.mechanism to SCRAM-SHA-256"]),
+    ({"security.protocol": None, "sasl.mechanism": None, "sasl.username": None, "sasl.password": None},
+     ["127.0.0.1:{port} closed the connection as soon as the client spoke: the listener expects another security "
+      "protocol (SASL?) than the plan's PLAINTEXT", "fix: set security.protocol (and sasl.mechanism"]),
+], ids=["mechanism-mismatch", "plaintext-client-sasl-listener"])
+def test_a_sasl_mismatch_is_named_in_plan_check_and_in_the_mirror(
+        secure: Sandbox, tmp_path: Path, change: dict[str, str | None], words: list[str]) -> None:
+    data = yaml.safe_load(secure.plan_file.read_text())
+    old = data["clusters"]["old"]
+    port = old["bootstrap.servers"].rsplit(":", 1)[1]
+    for key, value in change.items():
+        old.pop(key) if value is None else old.__setitem__(key, value)
+    data["env_file"] = str(secure.secrets_file)
+    bad = tmp_path / "plan.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    check = cutover("plan", "check", "--plan", str(bad), "--timeout", "5", timeout=90)
+    mirror = cutover("mirror", "--plan", str(bad), timeout=120)  # every command explains it the same way
+    assert (check.code, mirror.code) == (1, 1), (check.out, mirror.err)
+    for word in words:
+        assert word.format(port=port) in check.out, check.out
+        assert word.format(port=port) in mirror.err, mirror.err
+    passwords = [line.split("=", 1)[1] for line in secure.secrets_file.read_text().splitlines() if "=" in line]
+    assert not any(p in check.out + check.err + mirror.out + mirror.err for p in passwords)
+    assert "Traceback" not in check.err + mirror.err

@@ -27,7 +27,9 @@ def test_valid_plan_offline_text_and_json(tmp_path: Path, capsys: pytest.Capture
     assert (code, err) == (0, "")
     assert out == f"plan migration ({plan}): valid\n"
     code, out, _ = run(["plan", "check", "--plan", str(plan), "--offline", "-o", "json"], capsys)
-    assert json.loads(out) == {"name": "migration", "plan": str(plan), "valid": True, "findings": [], "ok": True}
+    assert json.loads(out) == {"name": "migration", "plan": str(plan), "valid": True, "offline": True, "findings": [],
+                               "ok": True, "old": None, "new": None, "catalog": None, "storage": None,
+                               "reachable": None}
 
 
 def test_invalid_plan_exits_2_with_every_problem_and_no_traceback(

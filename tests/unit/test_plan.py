@@ -116,10 +116,10 @@ def test_literal_choices_and_hook_events(tmp_path: Path) -> None:
 
 
 def test_env_interpolation_and_escape(tmp_path: Path) -> None:
-    text = MINIMAL.replace('"n:9092"', '"${NEW_HOST}:9092"') + "name: cost-$$5\n"
+    text = MINIMAL.replace('"n:9092"', '"${NEW_HOST}:9092"') + "topics: {include: ['cost-$$5']}\n"
     plan = load_plan(write(tmp_path, text), environ={"NEW_HOST": "kafka-new"})
     assert plan.cluster("new")["bootstrap.servers"] == "kafka-new:9092"
-    assert plan.name == "cost-$5"
+    assert plan.spec.topics.include == ["cost-$5"]
 
 
 def test_unset_env_var_names_the_key_and_the_variable(tmp_path: Path) -> None:

@@ -1,0 +1,151 @@
+"""What librdkafka's connection, SASL and DNS failures mean, in words, with the fix.
+
+librdkafka ends most failed connections with "Broker transport failure" or "1/1 brokers
+are down"; the cause is only in its error callbacks and its FAIL log lines. `explain`
+reads those lines and names what happened: nothing listens there, the host name does not
+resolve, the port is not a Kafka listener, the listener wants another security protocol,
+the broker offers other SASL mechanisms, or it refused the credentials. TLS handshakes are
+diagnosed apart, by making one (`cutover.kafka.tls`). Pure text in, text out: no secret is
+ever in these lines (librdkafka does not log passwords), and none is added.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["sasl-mechanism", "not-sasl", "denied", "dns", "not-kafka", "silent", "closed", "refused",
+               "connect-timeout"]
+
+#: Kinds that name the cause better than a TLS handshake or an authentication error code could.
+BEFORE_TLS: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "dns"})
+
+_ADDRESS = re.compile(r"(?:[a-z_]+://)?(\[?[\w.:-]+?\]?:\d+)/(?:bootstrap|\d+):")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    kind: Kind
+    what: str
+    fix: str
+
+
+def explain(lines: Iterable[str], props: Mapping[str, str]) -> Diagnosis | None:
+    """The most specific cause in librdkafka's error and log lines, or None when they name none."""
+    texts = [t for t in lines if t]
+    for rule in _RULES:
+        for text in texts:
+            found = rule(text, props)
+            if found is not None:
+                return found
+    return None
+
+
+def _address(text: str, props: Mapping[str, str]) -> str:
+    m = _ADDRESS.search(text)
+    return m.group(1) if m else props.get("bootstrap.servers", "?").split(",")[0].strip()
+
+
+def _protocol(props: Mapping[str, str]) -> str:
+    return props.get("security.protocol", "PLAINTEXT").upper()
+
+
+def _mechanism(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    m = re.search(r"SASL (\S+) mechanism handshake failed: .*supported mechanisms: ?(.*?)\s*(?:\(after|$)", text)
+    if m is None or not m.group(2).strip():
+        return None
+    wanted, offered = m.group(1), [s.strip() for s in m.group(2).split(",") if s.strip()]
+    return Diagnosis("sasl-mechanism",
+                     f"the broker at {_address(text, props)} does not offer SASL mechanism {wanted} (it offers: "
+                     f"{', '.join(offered)})",
+                     f"set sasl.mechanism to {' or '.join(offered)} (with a user made for it), or enable {wanted} "
+                     "on the brokers' listener")
+
+
+def _not_sasl(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    if not re.search(r"mechanism handshake failed: .*supported mechanisms:\s*(\(after|$)", text):
+        return None
+    plain = "SSL" if _protocol(props) == "SASL_SSL" else "PLAINTEXT"
+    return Diagnosis("not-sasl",
+                     f"{_address(text, props)} is not a SASL listener: the broker refused the SASL handshake "
+                     f"(the plan's security.protocol is {_protocol(props)})",
+                     f"set security.protocol to {plain} and drop the sasl.* settings for this listener, or point "
+                     "bootstrap.servers at the brokers' SASL listener")
+
+
+def _denied(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    if not re.search(r"Authentication failed|SASL authentication error|invalid credentials", text):
+        return None
+    user = props.get("sasl.username", "?")
+    mech = props.get("sasl.mechanism", "GSSAPI")
+    return Diagnosis("denied", f"the broker refused the credentials of user {user} ({mech})",
+                     f"check sasl.username and sasl.password (or the variable or env_file it comes from), and that "
+                     f"the user exists on the brokers for {mech}")
+
+
+def _dns(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    m = re.search(r"Failed to resolve '([^']*)': ([^(]*)", text)
+    if m is None:
+        return None
+    return Diagnosis("dns", f"the host name in {m.group(1)} does not resolve from here ({m.group(2).strip()})",
+                     "check the host names in bootstrap.servers, and this machine's DNS or /etc/hosts")
+
+
+def _not_kafka(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    m = re.search(r"Invalid response size (\d+)", text)
+    if m is None:
+        return None
+    first = int(m.group(1)).to_bytes(4, "big", signed=False) if int(m.group(1)) < 1 << 32 else b""
+    shown = first.decode("ascii") if first and all(32 <= b < 127 for b in first) else first.hex()
+    return Diagnosis("not-kafka",
+                     f"{_address(text, props)} is not a Kafka listener: it answered Kafka's first request with "
+                     f"bytes that are not Kafka ({shown!r}...)",
+                     "check the port in bootstrap.servers: it must be a broker's listener (see the brokers' "
+                     "advertised.listeners)")
+
+
+def _silent(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    m = re.search(r"Connection setup timed out in state (APIVERSION_QUERY|AUTH\w*|SSL_HANDSHAKE)", text)
+    if m is None:
+        return None
+    return Diagnosis("silent",
+                     f"{_address(text, props)} accepted the connection but never answered Kafka's first request "
+                     f"(state {m.group(1)}): not a Kafka listener (an HTTP or other server on that port?), a "
+                     "listener with another security protocol, or a hung broker",
+                     "check the port and security.protocol against the brokers' listeners; if it is the broker's "
+                     "port, check the broker's health")
+
+
+def _closed(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    if "connection closed by peer" not in text or not re.search(r"in state (UP|APIVERSION_QUERY)", text):
+        return None
+    if _protocol(props).startswith("SASL"):
+        return None
+    return Diagnosis("closed",
+                     f"{_address(text, props)} closed the connection as soon as the client spoke: the listener "
+                     f"expects another security protocol (SASL?) than the plan's {_protocol(props)}",
+                     "set security.protocol (and sasl.mechanism, sasl.username, sasl.password) to what this "
+                     "listener expects, e.g. SASL_PLAINTEXT or SASL_SSL")
+
+
+def _refused(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    if "Connection refused" not in text:
+        return None
+    return Diagnosis("refused", f"nothing listens on {_address(text, props)} (connection refused)",
+                     "check bootstrap.servers (host and port) and that the brokers are up")
+
+
+def _connect_timeout(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    m = re.search(r"Connection setup timed out in state CONNECT \(after (\d+)ms", text)
+    if m is None:
+        return None
+    return Diagnosis("connect-timeout",
+                     f"{_address(text, props)} did not accept a connection within {m.group(1)} ms (the host is "
+                     "down, or a firewall drops the packets)",
+                     "check the address and the network path from here to the brokers (firewalls, security "
+                     "groups, VPN)")
+
+
+_RULES = (_mechanism, _not_sasl, _denied, _dns, _not_kafka, _closed, _silent, _refused, _connect_timeout)

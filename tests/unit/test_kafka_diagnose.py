@@ -1,0 +1,76 @@
+"""librdkafka's failure lines, as it writes them, explained with the fix (`cutover.kafka.diagnose`).
+
+The lines are copied from librdkafka 2.x runs against real listeners (the integration tests in
+test_sandbox.py and test_secure_sandbox.py make them live); DNS and a dropped SYN cannot be
+played on loopback, so their lines are tested here only.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cutover.kafka.diagnose import explain
+
+PLAIN = {"bootstrap.servers": "127.0.0.1:9092"}
+SASL = {"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.username": "app", "sasl.password": "s3cret-pw"}
+
+
+@pytest.mark.parametrize(("props", "lines", "kind", "words"), [
+    (SASL, ["sasl_plaintext://127.0.0.1:9092/bootstrap: SASL PLAIN mechanism handshake failed: Broker: Unsupported "
+            "SASL mechanism: broker's supported mechanisms: SCRAM-SHA-256,SCRAM-SHA-512 (after 301ms in state "
+            "AUTH_HANDSHAKE)"],
+     "sasl-mechanism", ["does not offer SASL mechanism PLAIN (it offers: SCRAM-SHA-256, SCRAM-SHA-512)",
+                        "set sasl.mechanism to SCRAM-SHA-256 or SCRAM-SHA-512"]),
+    (SASL, ["sasl_plaintext://127.0.0.1:9092/bootstrap: SASL PLAIN mechanism handshake failed: Broker: Request not "
+            "valid in current SASL state: broker's supported mechanisms:  (after 2ms in state AUTH_HANDSHAKE)"],
+     "not-sasl", ["127.0.0.1:9092 is not a SASL listener", "set security.protocol to PLAINTEXT"]),
+    ({**SASL, "security.protocol": "SASL_SSL"},
+     ["sasl_ssl://127.0.0.1:9092/bootstrap: SASL PLAIN mechanism handshake failed: Broker: Request not valid in "
+      "current SASL state: broker's supported mechanisms:  (after 2ms in state AUTH_HANDSHAKE)"],
+     "not-sasl", ["set security.protocol to SSL"]),
+    (SASL, ["sasl_plaintext://127.0.0.1:9092/bootstrap: SASL authentication error: Authentication failed during "
+            "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256 (after 310ms in state "
+            "AUTH_REQ)"],
+     "denied", ["refused the credentials of user app (PLAIN)", "check sasl.username and sasl.password"]),
+    (PLAIN, ["kafka.example.invalid:9092/bootstrap: Failed to resolve 'kafka.example.invalid:9092': Name or "
+             "service not known (after 3ms in state CONNECT)", "1/1 brokers are down"],
+     "dns", ["the host name in kafka.example.invalid:9092 does not resolve from here (Name or service not known)",
+             "check the host names in bootstrap.servers"]),
+    (PLAIN, ["127.0.0.1:9092/bootstrap: Receive failed: Invalid response size 1397966893 (0..100000000): increase "
+             "receive.message.max.bytes (after 0ms in state APIVERSION_QUERY)"],
+     "not-kafka", ["127.0.0.1:9092 is not a Kafka listener", "('SSH-'...)"]),
+    (PLAIN, ["1/1 brokers are down", "FAIL [rdkafka#producer-1] [thrd:127.0.0.1:9092/bootstrap]: 127.0.0.1:9092/"
+             "bootstrap: Connection setup timed out in state APIVERSION_QUERY (after 3003ms in state "
+             "APIVERSION_QUERY)"],
+     "silent", ["accepted the connection but never answered Kafka's first request", "an HTTP or other server"]),
+    (PLAIN, ["FAIL [rdkafka#producer-2] [thrd:127.0.0.1:9092/bootstrap]: 127.0.0.1:9092/bootstrap: Disconnected: "
+             "connection closed by peer: receive 0 after POLLIN (after 0ms in state UP)"],
+     "closed", ["closed the connection as soon as the client spoke", "e.g. SASL_PLAINTEXT or SASL_SSL"]),
+    (PLAIN, ["FAIL [rdkafka#producer-1] [thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: Connect to "
+             "ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)"],
+     "refused", ["nothing listens on 127.0.0.1:1 (connection refused)"]),
+    (PLAIN, ["10.255.255.1:9092/bootstrap: Connection setup timed out in state CONNECT (after 5004ms in state "
+             "CONNECT)"],
+     "connect-timeout", ["did not accept a connection within 5004 ms", "firewall"]),
+], ids=["sasl-mechanism", "not-a-sasl-listener", "not-a-sasl-listener-tls", "credentials", "dns", "not-kafka",
+        "silent", "closed-at-once", "refused", "connect-timeout"])
+def test_each_failure_is_named_with_its_fix(props: dict[str, str], lines: list[str], kind: str,
+                                            words: list[str]) -> None:
+    found = explain(lines, props)
+    assert found is not None and found.kind == kind
+    for w in words:
+        assert w in f"{found.what} fix: {found.fix}", (found.what, found.fix)
+    assert "s3cret-pw" not in found.what + found.fix
+
+
+def test_the_specific_cause_wins_over_a_generic_one_and_unknown_lines_name_none() -> None:
+    lines = ["1/1 brokers are down", "127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: Connection "
+             "refused (after 0ms in state CONNECT)", "127.0.0.1:9092/bootstrap: Failed to resolve 'x:1': Temporary "
+             "failure in name resolution (after 1ms in state CONNECT)"]
+    found = explain(lines, PLAIN)
+    assert found is not None and found.kind == "dns"
+    assert explain(["1/1 brokers are down", "Local: Broker transport failure"], PLAIN) is None
+    # a SASL client whose broker closes the connection is not told to switch to SASL
+    closed = ["127.0.0.1:9092/bootstrap: Disconnected: connection closed by peer (after 0ms in state UP)"]
+    assert explain(closed, SASL) is None
