@@ -8,11 +8,34 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 #: A Kafka topic partition: (topic, partition).
 TP = tuple[str, int]
+
+#: Seconds any one wait on a cluster, the catalog or the storage may take: the one default of every
+#: command's --timeout.
+NETWORK_TIMEOUT = 30.0
+
+
+class Stop(threading.Event):
+    """A request for a clean stop, and what the work would finish before it stops (said when asked)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.describe: Callable[[], str | None] = lambda: None
+
+    def in_flight(self) -> str | None:
+        return self.describe()
+
+
+def in_flight(stop: threading.Event, what: Callable[[], str | None] | None) -> None:
+    """Say what a clean stop would finish at any moment from now (None: nothing); a plain Event ignores it."""
+    if isinstance(stop, Stop):
+        stop.describe = what or (lambda: None)
 
 
 def iso_seconds(ts: float | None) -> str | None:

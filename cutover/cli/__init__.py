@@ -73,10 +73,12 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import drill, local, mirror, plan, shadow, switch, verify
+    from cutover.cli import drill, init, local, mirror, plan, shadow, switch, verify
 
+    cli.add_command(init.init_cmd)
     cli.add_command(plan.plan_group)
     cli.add_command(local.local_group)
+    cli.add_command(local.jars_group)
     cli.add_command(mirror.mirror_group)
     cli.add_command(mirror.offsets_group)
     cli.add_command(shadow.shadow_group)
@@ -101,7 +103,10 @@ _register()
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and map every outcome to an exit code."""
+    from cutover.cli import interrupt
+
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    interrupt.install()
     try:
         code = cli.main(args=argv, prog_name="cutover", standalone_mode=False)
     except CutoverError as exc:
@@ -116,12 +121,14 @@ def main(argv: list[str] | None = None) -> None:
         code = ExitCode.USAGE if isinstance(exc, click.UsageError) else ExitCode.ERROR
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("interrupted", err=True)
-        code = ExitCode.INTERRUPTED
+        interrupt.exit_now(ExitCode.INTERRUPTED)  # threads stuck in a client library are not waited for
     except Exception as exc:  # an unexpected failure: a bug, reported as one
         if debug:
             traceback.print_exc()
         click.echo(secrets.scrub(f"error: unexpected {type(exc).__name__}: {exc}\n"
                                  "  (a bug in cutover; rerun with --debug for the traceback and report it)"), err=True)
         code = ExitCode.ERROR
+    finally:
+        interrupt.disarm()
     sys.exit(int(code or 0) if isinstance(code, int) else 0)
 

@@ -115,20 +115,47 @@ def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: 
          fmt, _render_status)
 
 
-@local_group.command("fetch")
-@output_option
-@click.option("--with-mirror-maker", is_flag=True, help="Also fetch MirrorMaker 2 (used by bench/).")
-@click.option("--with-lake", is_flag=True, help="Also fetch the sandbox's REST catalog server and S3 storage "
-              "(s3proxy), for local up --catalog rest|postgres.")
-def fetch_cmd(fmt: Format, with_mirror_maker: bool, with_lake: bool) -> None:
-    """Resolve the JVM jars (Kafka broker, Spark extras) from Maven Central into the cache."""
+_fetch_options = [
+    output_option,
+    click.option("--with-mirror-maker", is_flag=True, help="Also fetch MirrorMaker 2 (used by bench/)."),
+    click.option("--with-lake", is_flag=True, help="Also fetch the sandbox's REST catalog server and S3 storage "
+                 "(s3proxy), for local up --catalog rest|postgres."),
+]
+
+
+def _fetch(fmt: Format, broker: bool, with_mirror_maker: bool, with_lake: bool) -> None:
     from cutover import jvm
 
-    sets = [jvm.KAFKA_BROKER, jvm.SPARK_EXTRAS] + ([jvm.MIRROR_MAKER] if with_mirror_maker else []) \
-        + ([jvm.REST_CATALOG, jvm.S3PROXY] if with_lake else [])
+    sets = ([jvm.KAFKA_BROKER] if broker else []) + [jvm.SPARK_EXTRAS] \
+        + ([jvm.MIRROR_MAKER] if with_mirror_maker else []) + ([jvm.REST_CATALOG, jvm.S3PROXY] if with_lake else [])
     result = {s.name: len(jvm.resolve(s)) for s in sets}
     emit({"cache": str(jvm.cutover_home() / "jars"), "jars": result}, fmt,
          lambda r: "\n".join(f"{name}: {n} jars" for name, n in r["jars"].items()) + f"\ncache: {r['cache']}")
+
+
+@click.group("jars")
+def jars_group() -> None:
+    """The JVM jars cutover runs Spark (and the sandbox's servers) with, cached under $CUTOVER_HOME/jars."""
+
+
+@jars_group.command("fetch")
+@click.option("--sandbox", is_flag=True, help="Also the Kafka broker the local sandbox runs (cutover local up).")
+def jars_fetch_cmd(fmt: Format, sandbox: bool, with_mirror_maker: bool, with_lake: bool) -> None:
+    """Resolve the jars from Maven Central into the cache (with mvn, once): the
+    Spark extras the shadow, verify and promote need (Kafka source, Iceberg runtime, JDBC and S3 clients).
+    Run it once where those commands run, e.g. when building their image; CUTOVER_HOME moves the cache."""
+    _fetch(fmt, sandbox, with_mirror_maker, with_lake)
+
+
+@local_group.command("fetch")
+def fetch_cmd(fmt: Format, with_mirror_maker: bool, with_lake: bool) -> None:
+    """The same as cutover jars fetch --sandbox: the Kafka broker and the Spark extras."""
+    _fetch(fmt, True, with_mirror_maker, with_lake)
+
+
+for _option in _fetch_options:
+    _option(jars_fetch_cmd)
+    _option(fetch_cmd)
 
 
 @local_group.command("status")

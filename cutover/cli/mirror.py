@@ -33,14 +33,15 @@ _reverse = click.option("--reverse", is_flag=True,
 @click.option("--ready-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Create FILE once the mirror owns its partitions and is copying (for supervisors).")
 @output_option
+@timeout_option(whole=False)
 @click.pass_context
 def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, shard: str, reverse: bool,
                  allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, ready_file: str | None,
-                 fmt: Format) -> int:
+                 fmt: Format, timeout: float) -> int:
     """Copy the plan's topics and consumer-group offsets, exactly once, from the old cluster to the new.
 
-    Runs until SIGINT/SIGTERM (finishing the transaction in flight) or, with
-    --until-caught-up, until the source end offsets seen at start are reached.
+    Runs until SIGINT/SIGTERM (finishing the transaction in flight, if one is open) or,
+    with --until-caught-up, until the source end offsets seen at start are reached.
     Progress goes to stderr; the summary to stdout.
     """
     if ctx.invoked_subcommand:
@@ -53,10 +54,10 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
 
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
-                          allow_rewind=allow_rewind, metrics_port=metrics_port,
+                          allow_rewind=allow_rewind, metrics_port=metrics_port, timeout=timeout,
                           on_ready=(lambda: Path(ready_file).touch()) if ready_file else None)
     plan = load_plan(plan_file)
-    with stop_on_signals("the transaction in flight") as stop:
+    with stop_on_signals() as stop:
         summary = runner.run(plan, opts, stop)
     emit(summary, fmt, _render_summary)
     return 0
@@ -85,7 +86,7 @@ def _render_groups(outcomes: list[dict[str, Any]]) -> list[str]:
 @plan_option
 @_reverse
 @output_option
-@timeout_option(10.0)
+@timeout_option(whole=True)
 def status_cmd(plan_file: str, reverse: bool, fmt: Format, timeout: float) -> int:
     """Per partition: source end offset, mirrored position, lag, last group sync; and any data loss."""
     from cutover.mirror import status
@@ -101,7 +102,7 @@ def status_cmd(plan_file: str, reverse: bool, fmt: Format, timeout: float) -> in
 @_reverse
 @click.option("--allow-rewind", is_flag=True, help="Let the sync move a target group backwards.")
 @output_option
-@timeout_option(10.0)
+@timeout_option(whole=True)
 def sync_cmd(plan_file: str, reverse: bool, allow_rewind: bool, fmt: Format, timeout: float) -> int:
     """Translate and commit the selected groups' offsets now (only groups with no active members on the target)."""
     from cutover.mirror import groups
@@ -123,7 +124,7 @@ def offsets_group() -> None:
 @click.option("--group", required=True, help="The consumer group.")
 @_reverse
 @output_option
-@timeout_option(10.0)
+@timeout_option(whole=True)
 def translate_cmd(plan_file: str, group: str, reverse: bool, fmt: Format, timeout: float) -> int:
     """Per partition: the group's committed offset on the source cluster and the exact offset on the target.
 

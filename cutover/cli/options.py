@@ -1,16 +1,15 @@
-"""Options shared by commands: --plan, --output, --timeout; clean stops on signals."""
+"""Options shared by commands: --plan, --output, --timeout (one default for all); clean stops on signals."""
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
 
-from cutover.output import Format, progress
+from cutover.common import NETWORK_TIMEOUT, Stop
+from cutover.output import Format
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,25 +40,30 @@ def plan_option(f: F) -> F:
     )(f)
 
 
-def timeout_option(default: float) -> Callable[[F], F]:
-    return click.option("--timeout", type=click.FloatRange(min=0.1), default=default, show_default=True,
-                        help="Seconds to wait for each cluster and the catalog.")
+def timeout_option(whole: bool) -> Callable[[F], F]:
+    """--timeout, default NETWORK_TIMEOUT. `whole`: the command asks and answers (plan check, status, ...), and ends
+    within its timeout whatever it waits on; otherwise the command runs long (mirror, shadow, verify,
+    promote) and the timeout bounds each wait on a cluster, the catalog or the storage."""
+    def bound(ctx: click.Context, _param: click.Parameter, value: float) -> float:
+        if whole and not ctx.resilient_parsing:
+            from cutover.cli import interrupt
+
+            interrupt.bound(value, ctx.command_path)
+        return value
+
+    text = ("The longest this command may take, in seconds: every cluster, the catalog and the storage are asked "
+            "within it." if whole else "Seconds to wait for any one answer from a cluster, the catalog or the "
+            "storage before giving up.")
+    return click.option("--timeout", type=click.FloatRange(min=0.1), default=NETWORK_TIMEOUT, show_default=True,
+                        callback=bound, help=text)
 
 
 @contextmanager
-def stop_on_signals(finishing: str = "the work in flight") -> Iterator[threading.Event]:
-    """SIGINT/SIGTERM ask for a clean stop (finish what is in flight); a second SIGINT aborts."""
-    stop = threading.Event()
+def stop_on_signals() -> Iterator[Stop]:
+    """SIGINT/SIGTERM ask for a clean stop: the work the command says is in flight (`Stop.in_flight`) is
+    finished first; a second SIGINT stops at once (see cutover.cli.interrupt)."""
+    from cutover.cli import interrupt
 
-    def ask(signum: int, _frame: Any) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        progress(f"{signal.Signals(signum).name}: finishing {finishing}, then stopping")
-        stop.set()
-
-    before = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    stop = Stop()
+    with interrupt.graceful(stop, stop.in_flight):
         yield stop
-    finally:
-        for s, h in before.items():
-            signal.signal(s, h)

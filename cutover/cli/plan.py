@@ -16,7 +16,7 @@ def plan_group() -> None:
 @plan_group.command("check")
 @plan_option
 @output_option
-@timeout_option(10.0)
+@timeout_option(whole=True)
 @click.option("--offline", is_flag=True, help="Only validate the file; connect to nothing.")
 def check_cmd(plan_file: str, fmt: Format, timeout: float, offline: bool) -> int:
     """Validate the plan, then connect to both clusters, the catalog and the storage and report

@@ -52,9 +52,11 @@ def parse_start_offsets(text: str | None) -> dict[str, dict[int, int]] | None:
 @click.option("--canonical", is_flag=True,
               help="Write the pair's old (canonical) table, as after promote, instead of its new table.")
 @output_option
+@timeout_option(whole=False)
 @click.pass_context
 def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, mode: str, cluster: str, start: str,
-                 start_offsets: str | None, on_bad_record: str | None, canonical: bool, fmt: Format) -> int:
+                 start_offsets: str | None, on_bad_record: str | None, canonical: bool, fmt: Format,
+                 timeout: float) -> int:
     """Write each table pair's new Iceberg table from the cluster's topics with Spark, exactly once.
 
     Every commit stamps the Kafka cluster id and per-partition offsets in its snapshot
@@ -70,9 +72,9 @@ def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, m
     offsets = parse_start_offsets(start_offsets)
     opts = job.Options(mode=mode, cluster=cluster, table=which, start=start,  # type: ignore[arg-type]
                        start_offsets=offsets, on_bad_record=on_bad_record,  # type: ignore[arg-type]
-                       canonical=canonical)
+                       canonical=canonical, timeout=timeout)
     plan = load_plan(plan_file)
-    with stop_on_signals("the batch in flight") as stop:
+    with stop_on_signals() as stop:
         summary = job.run(plan, opts, stop)
     emit(summary, fmt, _render)
     return 0
@@ -92,7 +94,7 @@ def _render(s: ShadowSummary) -> str:
 @_table
 @_cluster
 @output_option
-@timeout_option(10.0)
+@timeout_option(whole=True)
 def status_cmd(plan_file: str, which: str | None, cluster: str, fmt: Format, timeout: float) -> int:
     """Per table and partition: the last committed offset, the lag behind the topic, and the last commit time."""
     from cutover.plan import load_plan

@@ -46,7 +46,7 @@ def _switch_command(action: Action, doc: str) -> click.Command:
     if action == "promote":
         command = click.option("--verify", is_flag=True,
                                help="Run cutover verify now instead of using its last recorded result.")(command)
-    for decorate in (timeout_option(30.0), output_option,
+    for decorate in (timeout_option(whole=False), output_option,
                      click.option("--execute", is_flag=True, help="Really do it (without it, a terminal asks to "
                                   "confirm)."),
                      click.option("--dry-run", is_flag=True, help="Evaluate every precondition and print the "
@@ -104,7 +104,7 @@ translates groups back exactly, switches routing back, hands tables back and res
 @click.command("status")
 @plan_option
 @output_option
-@timeout_option(10.0)
+@timeout_option(whole=True)
 def status_cmd(plan_file: str, fmt: Format, timeout: float) -> int:
     """Where the migration stands: phase, steps, freeze window, mirror lag, last verify, routing.
 

@@ -19,7 +19,7 @@ from cutover.output import Format, emit, progress
 @click.option("--samples", "sample_size", type=click.IntRange(0, 1000), default=10, show_default=True,
               help="Sample rows shown per kind of difference.")
 @output_option
-@timeout_option(10.0)
+@timeout_option(whole=False)
 def verify_cmd(plan_file: str, which: str | None, report_dir: str | None, sample_size: int, fmt: Format,
                timeout: float) -> int:
     """Reconcile old vs new tables (counts, offsets, content) and run the great-expectations suites.

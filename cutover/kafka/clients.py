@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from cutover.common import NETWORK_TIMEOUT
 from cutover.errors import AccessDenied, UnreachableError, UsageError
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ log = logging.getLogger("cutover.kafka")
 #: librdkafka's own log lines: shown with --debug only; failures are reported by cutover.
 client_log = logging.getLogger("cutover.kafka.librdkafka")
 
-DEFAULT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = NETWORK_TIMEOUT
 
 _AUTH_CODES = {
     KafkaError._AUTHENTICATION,
@@ -93,7 +94,7 @@ class ClusterRef:
             fix = found.fix if found is not None and found.kind == "denied" else \
                 "check the credentials and ACLs of this principal in the plan"
             return AccessDenied(f"{self.describe()} refused {doing}: {cause}", fix=fix)
-        handshake = tls.diagnose(self.properties)
+        handshake = tls.diagnose(self.properties, timeout=2.0)
         if handshake is not None:
             what, fix = handshake
             return UnreachableError(f"could not reach {self.describe()} while {doing}: {what}", fix=fix)

@@ -85,6 +85,8 @@ class Copier:
             "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
             "queued.max.messages.kbytes": 262144}))
         self.maps: dict[TP, PartitionMap] = {}
+        #: True while a batch is being written in its transaction (what a clean stop finishes).
+        self.writing = False
         self.dirty: set[TP] = set()
         self.totals = Totals()
         self.source_cluster = ""
@@ -155,12 +157,15 @@ class Copier:
         gaps = self._gaps(batch)
         for attempt in range(1, 6):
             try:
+                self.writing = True
                 return self._commit(batch.messages, batch.reached, gaps)
             except _Abortable as exc:
                 log.warning("transaction aborted (%s); retrying the same records (attempt %d)", exc, attempt)
                 if self.writer is not None:
                     self.writer.aborted()
                 self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
+            finally:
+                self.writing = False
         raise CutoverError(f"the {self.rt.target.name} cluster aborted five transactions in a row",
                            fix="check the target brokers' health and logs, then run the mirror again")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cutover.common import TP
+from cutover.common import NETWORK_TIMEOUT, TP, in_flight
 from cutover.errors import Refused
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
@@ -38,7 +38,7 @@ class Options:
     allow_existing_target: bool = False
     allow_rewind: bool = False
     metrics_port: int | None = None
-    timeout: float = 30.0
+    timeout: float = NETWORK_TIMEOUT
     #: Seconds between progress lines on stderr.
     report_every: float = 5.0
     batch_records: int = 50_000
@@ -164,6 +164,8 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
     reported = (0, 0, 0)
     sync_every = float(r.plan.spec.mirror.group_sync_interval)
+    in_flight(r.stop, lambda: "the transaction in flight" if copier.writing else
+              "the batch being read (committed in one transaction)")
     while not r.stop.is_set():
         copier.commit(copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds))
         now = time.monotonic()
@@ -181,6 +183,7 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     _sync_groups(r, copier, metrics)
     copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any
     _report(r, copier, metrics, time.monotonic() - last_report, reported)
+    in_flight(r.stop, None)
     return _summary(r, copier, time.monotonic() - started)
 
 

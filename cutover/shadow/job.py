@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from confluent_kafka import KafkaException
 
+from cutover.common import in_flight
 from cutover.errors import CutoverError, Refused, UnreachableError, UsageError
 from cutover.kafka import inspect
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
@@ -291,6 +292,7 @@ def _start(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, wr
 
 def _await(queries: list[StreamingQuery], writers: list[TableWriter], stop: threading.Event) -> None:
     """Wait for every query; on a stop request let batches in flight finish, then stop the queries."""
+    in_flight(stop, lambda: "the batch in flight" if any(w.busy.locked() for w in writers) else None)
     while any(q.isActive for q in queries):
         if stop.is_set():
             for w in writers:
@@ -308,6 +310,7 @@ def _await(queries: list[StreamingQuery], writers: list[TableWriter], stop: thre
                 q.awaitTermination(1)
             except Exception:  # the query failed: reported below, with the writer's own error first
                 break
+    in_flight(stop, None)
     for w, q in zip(writers, queries, strict=True):
         if w.failure is not None:
             raise w.failure

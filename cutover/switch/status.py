@@ -6,9 +6,11 @@ down, the catalog away) is reported as such; status itself still answers.
 
 from __future__ import annotations
 
+import concurrent.futures
 from collections.abc import Callable
 from typing import Any, Literal
 
+from cutover.common import NETWORK_TIMEOUT
 from cutover.errors import CutoverError
 from cutover.output import table
 from cutover.plan import Plan
@@ -37,11 +39,16 @@ def _verify(plan: Plan) -> dict[str, Any]:
     return {pair.new: last.as_dict() if (last := last_result(plan, pair.new)) else None for pair in plan.spec.tables}
 
 
-def status(plan: Plan, timeout: float = 10.0) -> dict[str, Any]:
+def status(plan: Plan, timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
     folder = journal.directory(plan)
     history = journal.read(folder)
     last = history.last
     action: journal.Action = last.action if last else "promote"
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:  # side by side: one --timeout for all
+        forward = pool.submit(_try, lambda: _lag(plan, "forward", timeout))
+        reverse = pool.submit(_try, lambda: _lag(plan, "reverse", timeout)) if history.promote_attempt() else None
+        verify = pool.submit(_try, lambda: _verify(plan))
+        routed = pool.submit(_try, lambda: routing.read(plan))
     report = {
         "plan": plan.name, "phase": history.phase(), "journal": str(folder / "journal.jsonl"),
         "running": journal.holder(folder),
@@ -49,11 +56,10 @@ def status(plan: Plan, timeout: float = 10.0) -> dict[str, Any]:
         "steps": [s.as_dict() for s in step_table(history.runs_of(action))] if last else [],
         "freeze_window": frozen.as_dict() if last and (frozen := window(history, action)) else None,
         "carried_back": last.detail.get("carried_back") if last and last.outcome == "done" else None,
-        "mirror": {"forward": _try(lambda: _lag(plan, "forward", timeout)),
-                   "reverse": _try(lambda: _lag(plan, "reverse", timeout)) if history.promote_attempt() else None,
+        "mirror": {"forward": forward.result(), "reverse": reverse.result() if reverse else None,
                    "reverse_process": background.running(plan)},
-        "verify": _try(lambda: _verify(plan)),
-        "routing": _try(lambda: routing.read(plan)) or {"active": "old", "note": "no routing file written yet"},
+        "verify": verify.result(),
+        "routing": routed.result() or {"active": "old", "note": "no routing file written yet"},
     }
     report["problems"] = problems(report)
     return report

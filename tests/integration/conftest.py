@@ -110,8 +110,9 @@ def spark(plan: Plan) -> Iterator[Any]:
 
 
 @pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A loopback port whose listener accepts connections and never answers: a hanging host."""
+def hung_host() -> Iterator[tuple[int, list[Any]]]:
+    """A loopback port whose listener accepts connections and never answers (a hanging host), and the
+    connections it has accepted so far."""
     import socket
     import threading
 
@@ -132,13 +133,19 @@ def silent_port() -> Iterator[int]:
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        yield int(listener.getsockname()[1])
+        yield int(listener.getsockname()[1]), held
     finally:
         stop.set()
         thread.join(5)
         for conn in held:
             conn.close()
         listener.close()
+
+
+@pytest.fixture
+def silent_port(hung_host: tuple[int, list[Any]]) -> int:
+    """A loopback port whose listener accepts connections and never answers: a hanging host."""
+    return hung_host[0]
 
 
 @contextmanager

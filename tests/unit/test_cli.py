@@ -66,7 +66,7 @@ def test_help_lists_only_working_commands(capsys: pytest.CaptureFixture[str]) ->
     code, out, _ = run(["--help"], capsys)
     assert code == 0
     listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.startswith("  ")]
-    assert listed == ["demo", "drill", "local", "mirror", "offsets", "plan", "promote", "rollback",
+    assert listed == ["demo", "drill", "init", "jars", "local", "mirror", "offsets", "plan", "promote", "rollback",
                       "shadow", "status", "verify"]
 
 

@@ -1,0 +1,136 @@
+"""`cutover init`: write a commented plan from flags (or answers at a terminal), then check it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cutover.cli.options import output_option, timeout_option
+from cutover.errors import UsageError
+from cutover.output import Format, emit, progress
+
+
+def _side_options(side: str) -> list[Any]:
+    up = side.upper()
+    return [
+        click.option(f"--{side}-bootstrap", metavar="HOST:PORT[,...]", help=f"The {side} cluster's bootstrap servers."),
+        click.option(f"--{side}-security", type=click.Choice(["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]),
+                     default="PLAINTEXT", show_default=True, help=f"The {side} cluster's security.protocol."),
+        click.option(f"--{side}-sasl-mechanism", type=click.Choice(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
+                     default="SCRAM-SHA-512", show_default=True, help="With SASL: the mechanism."),
+        click.option(f"--{side}-user", metavar="NAME", help="With SASL: the user (sasl.username)."),
+        click.option(f"--{side}-password-var", metavar="VAR", default=f"{up}_KAFKA_PASSWORD", show_default=True,
+                     help="With SASL: the environment variable holding the password (never written in the plan)."),
+        click.option(f"--{side}-ca", metavar="PEM",
+                     help="With SSL: the CA file that signed the brokers' certificates."),
+    ]
+
+
+def _decorate(f: Any) -> Any:
+    for option in reversed([
+        click.command("init"),
+        click.option("--plan", "plan_file", default="plan.yaml", show_default=True, metavar="FILE",
+                     type=click.Path(dir_okay=False), help="Where to write the plan."),
+        click.option("--name", default="migration", show_default=True, help="The plan's name."),
+        *_side_options("old"), *_side_options("new"),
+        click.option("--topics", "topics", multiple=True, metavar="REGEX",
+                     help="Topics that move (repeatable; full match). Default: all."),
+        click.option("--groups", "groups", multiple=True, metavar="REGEX",
+                     help="Consumer groups that move (repeatable; full match). Default: all."),
+        click.option("--table", "tables", multiple=True, metavar="TOPIC=OLD:NEW",
+                     help="A topic's old table and the table cutover shadow writes (repeatable), e.g. "
+                          "orders=legacy.orders:cutover.orders."),
+        click.option("--catalog-uri", metavar="URI", help="The Iceberg catalog: http(s)://... (REST) or a SQL "
+                     "URI (sqlite:///..., postgresql+psycopg2://...)."),
+        click.option("--catalog-name", default="lake", show_default=True, help="The catalog's name (also Spark's)."),
+        click.option("--warehouse", metavar="LOCATION", help="The catalog's warehouse (s3://..., file:///...)."),
+        click.option("--env-file", metavar="FILE", help="A KEY=VALUE file for the plan's ${VAR}s (the passwords)."),
+        click.option("--force", is_flag=True, help="Overwrite FILE if it exists."),
+        click.option("--no-check", is_flag=True, help="Only write the plan; do not run plan check on it."),
+        output_option, timeout_option(whole=False),
+    ]):
+        f = option(f)
+    return f
+
+
+def _ask(value: str | None, flag: str, question: str) -> str:
+    if value:
+        return value
+    if sys.stdin.isatty():
+        return str(click.prompt(question, err=True))
+    raise UsageError(f"cutover init needs {flag}", fix=f"give {flag}, or run cutover init at a terminal to be asked")
+
+
+@_decorate
+def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[str, ...], tables: tuple[str, ...],
+             catalog_uri: str | None, catalog_name: str, warehouse: str | None, env_file: str | None, force: bool,
+             no_check: bool, fmt: Format, timeout: float, **sides: Any) -> int:
+    """Write a commented migration plan from these answers, then run plan check on it.
+
+    Missing bootstrap servers are asked for at a terminal. Passwords are never asked for
+    nor written: the plan names an environment variable (--old-password-var). Exit codes
+    are plan check's: 0 ready, 1 something did not answer, 3 not ready (or not checked
+    because a password variable is not set); 2 for bad answers (nothing is written).
+    """
+    from cutover import probe
+    from cutover.errors import PlanError
+    from cutover.plan import load_plan
+    from cutover.plan.init import Answers, Cluster, Table
+
+    target = Path(plan_file)
+    if target.exists() and not force:
+        raise UsageError(f"{target} already exists", fix="give another --plan FILE, or --force to overwrite it")
+    clusters = {}
+    for side in ("old", "new"):
+        security = sides[f"{side}_security"]
+        user = sides[f"{side}_user"]
+        if security.startswith("SASL"):
+            user = _ask(user, f"--{side}-user", f"{side} cluster SASL user")
+        clusters[side] = Cluster(
+            bootstrap=_ask(sides[f"{side}_bootstrap"], f"--{side}-bootstrap", f"{side} cluster bootstrap servers"),
+            security=security, mechanism=sides[f"{side}_sasl_mechanism"], user=user,
+            password_var=sides[f"{side}_password_var"], ca=sides[f"{side}_ca"])
+    answers = Answers(name=name, old=clusters["old"], new=clusters["new"], topics=list(topics) or [".*"],
+                      groups=list(groups) or [".*"], tables=[Table.parse(t) for t in tables],
+                      catalog_uri=catalog_uri, catalog_name=catalog_name, warehouse=warehouse, env_file=env_file)
+    if answers.tables and not catalog_uri:
+        raise UsageError("--table needs a catalog", fix="give --catalog-uri (and --warehouse) too")
+    text = _render_checked(answers, target)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, target)
+    progress(f"wrote {target}")
+    missing = [v for v in answers.variables() if v not in os.environ and not env_file]
+    if no_check or missing:
+        result = {"plan": str(target), "written": True, "checked": False,
+                  "note": "not checked: set " + ", ".join(missing) + " (or give --env-file), then run cutover plan "
+                          f"check --plan {target}" if missing else "not checked (--no-check)"}
+        emit(result, fmt, lambda r: f"wrote {r['plan']}; {r['note']}")
+        return 3 if missing else 0
+    try:
+        report = probe.check(load_plan(target), timeout)
+    except PlanError as exc:  # e.g. an env file that does not define a variable the plan uses
+        raise UsageError(f"wrote {target}, but it cannot be checked yet: {exc.message}",
+                         fix=f"fix that, then run cutover plan check --plan {target}") from None
+    emit({"plan": str(target), "written": True, "checked": True, "check": report}, fmt,
+         lambda r: f"wrote {r['plan']}; plan check:\n" + probe.render(r["check"]))
+    return probe.exit_code(report)
+
+
+def _render_checked(answers: Any, target: Path) -> str:
+    """The plan's text, validated as a plan (with stand-ins for its password variables) before it is written."""
+    import tempfile
+
+    from cutover.plan import load_plan
+    from cutover.plan.init import render
+
+    text = render(answers)
+    with tempfile.TemporaryDirectory() as folder:
+        draft = Path(folder) / target.name
+        draft.write_text(text.replace("env_file:", "# env_file:"))
+        load_plan(draft, environ={**os.environ, **{v: "unset" for v in answers.variables()}})
+    return text

@@ -1,0 +1,190 @@
+"""Ctrl-C that answers and a --timeout that holds, even while a client library waits.
+
+librdkafka and the JVM wait in C code: Python runs a signal handler, and a command
+notices its deadline, only when that wait returns, up to a client timeout later (30 s).
+A watcher thread learns of each SIGINT at once (Python's C-level handler writes it to the
+signal wakeup fd) and ends the process itself when the main thread cannot:
+
+- one SIGINT: the command's own handling runs (KeyboardInterrupt; for the mirror and the
+  shadow, a clean stop that finishes the work in flight); if the process has not ended
+  within GRACE seconds, it ends with exit 130 and says what was left unfinished;
+- a second SIGINT ends it at once;
+- SIGTERM is the clean stop of supervisors and drills: no deadline here (a supervisor
+  sends SIGKILL after its own grace period);
+- `bound(seconds)`: a one-shot command (plan check, status, ...) ends with exit 1 once its
+  --timeout (and SAY_WHY seconds to explain a failure) has passed, whatever it waits on.
+
+The process ends through os._exit: threads stuck in a client library are not waited for.
+Every side effect of cutover is safe against a crash at any point (journals, Kafka
+transactions, Iceberg commits), so an interrupt never leaves a half-done state behind;
+`cleaning()` marks the few places that must finish first (stopping a process cutover just
+started, so none is left behind).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+from cutover.errors import ExitCode
+
+#: Seconds a command has, after Ctrl-C, to end on its own.
+GRACE = 1.0
+#: Seconds a one-shot command may take past its --timeout to say why a wait failed (a TLS handshake of its
+#: own, librdkafka's last log lines) before it is ended without that.
+SAY_WHY = 3.0
+
+
+@dataclass
+class _Graceful:
+    stop: threading.Event
+    #: What a clean stop finishes first, now ("the transaction in flight"); None: nothing is in flight.
+    in_flight: Callable[[], str | None]
+
+
+_installed = False
+_bounds: list[threading.Timer] = []
+_graceful: _Graceful | None = None
+_cleaning = 0
+_lock = threading.Lock()
+
+
+def install() -> None:
+    """Start the watcher (once per process; only from the main thread)."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    signal.signal(signal.SIGINT, _sigint)
+    threading.Thread(target=_watch, args=(read_end,), name="cutover-signals", daemon=True).start()
+    _installed = True
+
+
+@contextmanager
+def graceful(stop: threading.Event, in_flight: Callable[[], str | None]) -> Iterator[threading.Event]:
+    """SIGINT and SIGTERM ask `stop` for a clean stop (the work in flight is finished) instead of raising."""
+    global _graceful
+    install()
+    before = {s: signal.signal(s, _ignore) for s in (signal.SIGINT, signal.SIGTERM)}
+    _graceful = _Graceful(stop, in_flight)
+    try:
+        yield stop
+    finally:
+        _graceful = None
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
+@contextmanager
+def cleaning() -> Iterator[None]:
+    """Work an interrupt must not cut short (stopping processes just started): the deadline waits for it."""
+    global _cleaning
+    with _lock:
+        _cleaning += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _cleaning -= 1
+
+
+def bound(seconds: float, command: str) -> None:
+    """End the process with exit 1 if it is still running `seconds` from now."""
+    def late() -> None:
+        _exit(ExitCode.ERROR, f"error: {command} did not finish within its --timeout of {seconds:g}s: a cluster, "
+                              "the catalog or the storage did not answer in time\n  fix: run cutover plan check to "
+                              "see which one, or give a longer --timeout")
+
+    _bounds.append(_daemon_timer(seconds + GRACE + SAY_WHY, late))
+
+
+def disarm() -> None:
+    """The command returned: its --timeout no longer applies (an in-process caller goes on living)."""
+    while _bounds:
+        _bounds.pop().cancel()
+
+
+def exit_now(code: int) -> None:
+    """End the process now, flushing what was written (threads stuck in a client are not waited for)."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(int(code))
+
+
+def _daemon_timer(seconds: float, fn: Callable[[], None]) -> threading.Timer:
+    timer = threading.Timer(seconds, fn)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _sigint(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _ignore(_signum: int, _frame: Any) -> None:
+    """The watcher handles the signal; Python's handler must only not raise or exit."""
+
+
+def _watch(read_end: int) -> None:
+    interrupts = 0
+    while True:
+        try:
+            data = os.read(read_end, 64)
+        except OSError:
+            return
+        for signum in data:
+            if signum == signal.SIGINT:
+                interrupts += 1
+                _on_interrupt(interrupts)
+            elif signum == signal.SIGTERM and _graceful is not None:
+                _ask("SIGTERM", _graceful)
+
+
+def _ask(name: str, g: _Graceful) -> None:
+    if g.stop.is_set():
+        return
+    from cutover.output import progress
+
+    doing = g.in_flight()
+    progress(f"{name}: finishing {doing}, then stopping" if doing else f"{name}: stopping (nothing in flight to "
+             "finish)")
+    g.stop.set()
+
+
+def _on_interrupt(count: int) -> None:
+    g = _graceful
+    if count > 1:
+        _exit(ExitCode.INTERRUPTED, "interrupted: stopped at once" + _left(g))
+    if g is not None:
+        _ask("SIGINT", g)
+    _daemon_timer(GRACE, lambda: _late(g))
+
+
+def _late(g: _Graceful | None) -> None:
+    if _cleaning:
+        _daemon_timer(0.2, lambda: _late(g))
+        return
+    _exit(ExitCode.INTERRUPTED, f"interrupted: did not end within {GRACE:g}s of Ctrl-C, stopped" + _left(g))
+
+
+def _left(g: _Graceful | None) -> str:
+    doing = g.in_flight() if g is not None else None
+    if not doing:
+        return ""
+    return (f"; {doing} was not finished: nothing of it is kept, and the next run starts again after the last "
+            "committed work")
+
+
+def _exit(code: int, message: str) -> None:
+    os.write(2, (message + "\n").encode())
+    exit_now(code)

@@ -1,0 +1,120 @@
+"""`cutover init`: a commented plan written from answers, validated before it is written.
+
+Pure text in, text out: `render` makes the YAML (every value quoted as JSON, which YAML
+reads as it is), with a comment on each section saying what it does and where the full
+reference is (samples/plan.yaml). Passwords are never asked for and never written: the
+plan refers to an environment variable (`${OLD_KAFKA_PASSWORD}`) the user sets, or puts
+in an env_file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from cutover.errors import UsageError
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    bootstrap: str
+    security: str = "PLAINTEXT"
+    mechanism: str = "SCRAM-SHA-512"
+    user: str | None = None
+    password_var: str | None = None
+    ca: str | None = None
+
+    def properties(self) -> dict[str, str]:
+        props = {"bootstrap.servers": self.bootstrap}
+        if self.security != "PLAINTEXT":
+            props["security.protocol"] = self.security
+        if self.security.startswith("SASL"):
+            props.update({"sasl.mechanism": self.mechanism, "sasl.username": self.user or "",
+                          "sasl.password": f"${{{self.password_var}}}"})
+        if self.security.endswith("SSL") and self.ca:
+            props["ssl.ca.location"] = self.ca
+        return props
+
+
+@dataclass(frozen=True)
+class Table:
+    topic: str
+    old: str
+    new: str
+
+    @classmethod
+    def parse(cls, text: str) -> Table:
+        """`TOPIC=OLD_TABLE:NEW_TABLE`, e.g. `orders=legacy.orders:cutover.orders`."""
+        m = re.fullmatch(r"([^=\s]+)=([\w.]+):([\w.]+)", text.strip())
+        if m is None:
+            raise UsageError(f"--table {text!r}: expected TOPIC=OLD_TABLE:NEW_TABLE",
+                             fix="e.g. --table orders=legacy.orders:cutover.orders (tables as namespace.table)")
+        return cls(*m.groups())
+
+
+@dataclass(frozen=True)
+class Answers:
+    name: str
+    old: Cluster
+    new: Cluster
+    topics: list[str] = field(default_factory=lambda: [".*"])
+    groups: list[str] = field(default_factory=lambda: [".*"])
+    tables: list[Table] = field(default_factory=list)
+    catalog_uri: str | None = None
+    catalog_name: str = "lake"
+    warehouse: str | None = None
+    env_file: str | None = None
+
+    def variables(self) -> list[str]:
+        """The environment variables the plan refers to (the passwords)."""
+        return [c.password_var for c in (self.old, self.new) if c.security.startswith("SASL") and c.password_var]
+
+
+def _q(value: str) -> str:
+    return json.dumps(value)
+
+
+def _cluster(side: str, c: Cluster, note: str) -> list[str]:
+    lines = [f"  {side}:{note}"]
+    for key, value in c.properties().items():
+        lines.append(f"    {key}: {_q(value)}")
+    return lines
+
+
+def render(a: Answers) -> str:
+    """The plan's YAML text."""
+    lines = [
+        "# A cutover migration plan, written by `cutover init`. Every key is documented in",
+        "# samples/plan.yaml; check this plan against the live clusters with:",
+        "#   cutover plan check --plan <this file>",
+        "# Any string may use ${ENV_VAR}: secrets stay out of this file.",
+        "",
+        "version: 1",
+        f"name: {_q(a.name)}                 # part of transactional ids, group ids and the journal's folder",
+    ]
+    if a.env_file:
+        lines += ["", "# KEY=VALUE lines for the ${VAR}s below (the real environment wins).",
+                  f"env_file: {_q(a.env_file)}"]
+    lines += ["", "# The two clusters, as Kafka client properties (librdkafka names).", "clusters:"]
+    lines += _cluster("old", a.old, "   # the mirror reads here; the reverse mirror (rollback) writes here")
+    lines += _cluster("new", a.new, "   # the mirror writes here (topics, transactions, group offsets)")
+    lines += ["", "# What moves: regular expressions, full match (exclude wins over include).",
+              "topics:", f"  include: [{', '.join(_q(t) for t in a.topics)}]",
+              "groups:", f"  include: [{', '.join(_q(g) for g in a.groups)}]"]
+    if a.tables:
+        lines += ["", "# Topic -> table pairs: the old pipeline's table and the one `cutover shadow` writes.",
+                  "tables:"]
+        for t in a.tables:
+            lines += [f"  - topic: {_q(t.topic)}", f"    old: {_q(t.old)}", f"    new: {_q(t.new)}",
+                      "    format: json                  # json, raw or text (see samples/plan.yaml)"]
+    if a.catalog_uri:
+        kind = "rest" if a.catalog_uri.startswith(("http://", "https://")) else "sql"
+        lines += ["", "# The Iceberg catalog, shared by pyiceberg and Spark under the same name.", "catalog:",
+                  f"  name: {_q(a.catalog_name)}", f"  type: {kind}", f"  uri: {_q(a.catalog_uri)}"]
+        if a.warehouse:
+            lines.append(f"  warehouse: {_q(a.warehouse)}")
+    return "\n".join(lines) + "\n"

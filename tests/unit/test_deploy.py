@@ -1,0 +1,63 @@
+"""The service files in deploy/ run real cutover commands: every flag they pass exists and parses, and the
+sharded mirror's shard count matches its number of instances."""
+
+from __future__ import annotations
+
+import configparser
+import shlex
+from pathlib import Path
+
+import click
+import yaml
+
+from cutover.cli import cli
+from cutover.mirror.shard import Shard
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+def _parses(argv: list[str]) -> click.Context:
+    """Parse `cutover ARGV` (a command that runs itself, as mirror and shadow do) as the CLI would, without
+    running it: an unknown flag or a bad value fails here."""
+    command = cli.commands[argv[0]]
+    ctx = command.make_context(argv[0], argv[1:], parent=click.Context(cli, info_name="cutover"))
+    assert not ctx.args, f"cutover {argv[0]} would not run itself with {argv}"
+    return ctx
+
+
+def _unit(name: str) -> configparser.ConfigParser:
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment,method-assign]
+    unit.read(DEPLOY / "systemd" / name)
+    return unit
+
+
+def test_the_systemd_units_run_cutover_commands_that_parse() -> None:
+    mirror = _unit("cutover-mirror@.service")
+    argv = shlex.split(mirror["Service"]["ExecStart"].replace("%i", "0"))
+    assert argv[0].endswith("/cutover")
+    ctx = _parses(argv[1:])
+    assert ctx.params["shard"] == "0/3" and Shard.parse(ctx.params["shard"]).count == 3
+    assert "shard %i of 3" in mirror["Unit"]["Description"]
+    assert ctx.params["ready_file"] in mirror["Service"]["ExecStartPost"].replace("%i", "0")
+    assert mirror["Service"]["KillSignal"] == "SIGTERM" and ctx.params["metrics_port"] == 9400
+    shadow = _unit("cutover-shadow.service")
+    sctx = _parses(shlex.split(shadow["Service"]["ExecStart"])[1:])
+    assert sctx.params["mode"] == "follow" and shadow["Service"]["KillSignal"] == "SIGTERM"
+
+
+def test_the_kubernetes_mirror_runs_one_shard_per_replica() -> None:
+    sts = yaml.safe_load((DEPLOY / "kubernetes" / "mirror.yaml").read_text())
+    pod = sts["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] == ["cutover"]
+    for index in range(sts["spec"]["replicas"]):
+        argv = [a.replace("$(POD_INDEX)", str(index)) for a in container["args"]]
+        ctx = _parses(argv)
+        shard = Shard.parse(ctx.params["shard"])
+        assert (shard.index, shard.count) == (index, sts["spec"]["replicas"])
+    assert container["readinessProbe"]["exec"]["command"] == ["test", "-e", ctx.params["ready_file"]]
+    assert container["ports"][0]["containerPort"] == ctx.params["metrics_port"]
+    assert container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == \
+        "metadata.labels['apps.kubernetes.io/pod-index']"
+    assert pod["terminationGracePeriodSeconds"] >= 30  # time for the transaction in flight after SIGTERM

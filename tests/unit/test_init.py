@@ -1,0 +1,79 @@
+"""`cutover init`: the plan it writes is valid, commented, keeps passwords out, and bad answers write nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cutover.cli import main
+from cutover.errors import ExitCode
+from cutover.plan import load_plan
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(done.value.code or 0), out, err
+
+
+def test_a_sasl_ssl_plan_is_written_commented_with_the_password_as_a_variable(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OLD_KAFKA_PASSWORD", raising=False)
+    plan = tmp_path / "plan.yaml"
+    code, out, err = run(["init", "--plan", str(plan), "--name", "orders-move",
+                          "--old-bootstrap", "kafka-old-1:9093,kafka-old-2:9093", "--old-security", "SASL_SSL",
+                          "--old-sasl-mechanism", "SCRAM-SHA-256", "--old-user", "cutover-reader",
+                          "--old-ca", "/etc/kafka/ca.pem", "--new-bootstrap", "kafka-new:9092",
+                          "--topics", "orders", "--topics", "payments\\..*", "--groups", "billing-.*",
+                          "--table", "orders=legacy.orders:cutover.orders",
+                          "--catalog-uri", "http://catalog:8181", "--warehouse", "s3://lake/wh"], capsys)
+    # the password variable is not set: written, not checked, not ready
+    assert code == 3, err
+    assert f"wrote {plan}; not checked: set OLD_KAFKA_PASSWORD (or give --env-file)" in out
+    text = plan.read_text()
+    assert text.startswith("# A cutover migration plan, written by `cutover init`.")
+    assert 'sasl.password: "${OLD_KAFKA_PASSWORD}"' in text
+    loaded = load_plan(plan, environ={"OLD_KAFKA_PASSWORD": "pw"})
+    assert loaded.name == "orders-move"
+    assert dict(loaded.cluster("old")) == {
+        "bootstrap.servers": "kafka-old-1:9093,kafka-old-2:9093", "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "cutover-reader", "sasl.password": "pw",
+        "ssl.ca.location": "/etc/kafka/ca.pem"}
+    assert dict(loaded.cluster("new")) == {"bootstrap.servers": "kafka-new:9092"}
+    assert loaded.spec.topics.include == ["orders", "payments\\..*"] and loaded.spec.groups.include == ["billing-.*"]
+    assert [(t.topic, t.old, t.new) for t in loaded.spec.tables] == [("orders", "legacy.orders", "cutover.orders")]
+    assert loaded.spec.catalog is not None and loaded.spec.catalog.type == "rest"
+    assert yaml.safe_load(text)["catalog"]["warehouse"] == "s3://lake/wh"
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--new-bootstrap", "n:1"], ["cutover init needs --old-bootstrap", "fix: give --old-bootstrap, or run cutover "
+                                  "init at a terminal to be asked"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--table", "orders"],
+     ["--table 'orders': expected TOPIC=OLD_TABLE:NEW_TABLE"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--table", "orders=a.b:c.d"], ["--table needs a catalog"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--name", "a/b"], ["'a/b' cannot name a plan"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--old-security", "SASL_PLAINTEXT"],
+     ["cutover init needs --old-user"]),
+], ids=["no-bootstrap", "bad-table", "table-without-catalog", "bad-name", "sasl-without-user"])
+def test_bad_answers_write_nothing(argv: list[str], words: list[str], tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["init", "--plan", str(tmp_path / "plan.yaml"), "--no-check", *argv], capsys)
+    assert (code, out) == (ExitCode.USAGE, ""), err
+    for w in words:
+        assert w in err, err
+    assert list(tmp_path.iterdir()) == [] and "Traceback" not in err
+
+
+def test_an_existing_plan_is_kept_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("mine\n")
+    args = ["init", "--plan", str(plan), "--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--no-check"]
+    code, _, err = run(args, capsys)
+    assert code == ExitCode.USAGE and f"{plan} already exists" in err and plan.read_text() == "mine\n"
+    code, out, _ = run([*args, "--force"], capsys)
+    assert code == 0 and "not checked (--no-check)" in out
+    assert load_plan(plan).cluster("old")["bootstrap.servers"] == "o:1"
