@@ -7,6 +7,7 @@ is reported next to what the others answered, so one run shows everything wrong.
 from __future__ import annotations
 
 import concurrent.futures
+import time
 from typing import Any
 
 from cutover.errors import CutoverError
@@ -26,9 +27,10 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
     """The report; `ok` is False when any cluster, the catalog or the storage could not be used
     (`reachable`), or when a later command would refuse the plan (`findings`)."""
     sides: tuple[ClusterSide, ...] = ("old", "new")
+    deadline = time.monotonic() + timeout  # what is asked after the first answers gets what is left
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
         futures = {s: pool.submit(view, ClusterRef.of(plan, s), timeout) for s in sides}
-        lake = pool.submit(_lake_reports, plan, timeout)  # beside the clusters: one deadline for all
+        lake = pool.submit(_lake_reports, plan, timeout, deadline)  # beside the clusters: one deadline for all
         report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": False}
         for side in sides:
             report[side] = _cluster_report(plan, side, futures[side])
@@ -38,7 +40,7 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
         plan, list(old["topics_all"]) if old["reachable"] else None, old["groups_all"] if old["reachable"] else None)
     for side in sides:
         if report[side]["reachable"]:
-            findings += _rights(plan, side, list(report[side]["topics"]), timeout)
+            findings += _rights(plan, side, list(report[side]["topics"]), _left(deadline))
         report[side].pop("topics_all", None)
         report[side].pop("groups_all", None)
     report["findings"] = [f.as_dict() for f in findings]
@@ -91,10 +93,14 @@ def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Fu
     }
 
 
-def _lake_reports(plan: Plan, timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
+def _left(deadline: float) -> float:
+    return max(1.0, deadline - time.monotonic())
+
+
+def _lake_reports(plan: Plan, timeout: float, deadline: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The catalog, then the storage (whose location may come from the catalog's tables)."""
     cat = _catalog_report(plan, timeout)
-    return cat, _storage_report(plan, timeout, cat)
+    return cat, _storage_report(plan, _left(deadline), cat)
 
 
 def _catalog_report(plan: Plan, timeout: float) -> dict[str, Any]:

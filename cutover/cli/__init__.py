@@ -103,7 +103,7 @@ _register()
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and map every outcome to an exit code."""
-    from cutover.cli import interrupt
+    from cutover import interrupt
 
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     interrupt.install()
@@ -121,7 +121,10 @@ def main(argv: list[str] | None = None) -> None:
         code = ExitCode.USAGE if isinstance(exc, click.UsageError) else ExitCode.ERROR
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("interrupted", err=True)
-        interrupt.exit_now(ExitCode.INTERRUPTED)  # threads stuck in a client library are not waited for
+        if argv is None:  # the cutover process itself: threads stuck in a client library are not waited for
+            interrupt.disarm()
+            interrupt.exit_now(ExitCode.INTERRUPTED)
+        code = ExitCode.INTERRUPTED
     except Exception as exc:  # an unexpected failure: a bug, reported as one
         if debug:
             traceback.print_exc()

@@ -74,7 +74,8 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
     Missing bootstrap servers are asked for at a terminal. Passwords are never asked for
     nor written: the plan names an environment variable (--old-password-var). Exit codes
     are plan check's: 0 ready, 1 something did not answer, 3 not ready (or not checked
-    because a password variable is not set); 2 for bad answers (nothing is written).
+    because a password variable is not set); 2 for bad answers (nothing is written), or
+    for a written plan that cannot be checked yet (the message says why).
     """
     from cutover import probe
     from cutover.errors import PlanError
@@ -84,6 +85,12 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
     target = Path(plan_file)
     if target.exists() and not force:
         raise UsageError(f"{target} already exists", fix="give another --plan FILE, or --force to overwrite it")
+    if not target.parent.is_dir():
+        raise UsageError(f"--plan {target}: the folder {target.parent} does not exist", fix="create it first")
+    if env_file is not None:  # the plan reads it relative to its own folder: written as an absolute path
+        if not Path(env_file).is_file():
+            raise UsageError(f"--env-file {env_file}: no such file", fix="create it (KEY=VALUE lines), or leave it out")
+        env_file = str(Path(env_file).resolve())
     clusters = {}
     for side in ("old", "new"):
         security = sides[f"{side}_security"]
@@ -93,7 +100,8 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
         clusters[side] = Cluster(
             bootstrap=_ask(sides[f"{side}_bootstrap"], f"--{side}-bootstrap", f"{side} cluster bootstrap servers"),
             security=security, mechanism=sides[f"{side}_sasl_mechanism"], user=user,
-            password_var=sides[f"{side}_password_var"], ca=sides[f"{side}_ca"])
+            password_var=sides[f"{side}_password_var"],
+            ca=str(Path(sides[f"{side}_ca"]).resolve()) if sides[f"{side}_ca"] else None)
     answers = Answers(name=name, old=clusters["old"], new=clusters["new"], topics=list(topics) or [".*"],
                       groups=list(groups) or [".*"], tables=[Table.parse(t) for t in tables],
                       catalog_uri=catalog_uri, catalog_name=catalog_name, warehouse=warehouse, env_file=env_file)
@@ -110,7 +118,7 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
                   "note": "not checked: set " + ", ".join(missing) + " (or give --env-file), then run cutover plan "
                           f"check --plan {target}" if missing else "not checked (--no-check)"}
         emit(result, fmt, lambda r: f"wrote {r['plan']}; {r['note']}")
-        return 3 if missing else 0
+        return 3 if missing and not no_check else 0
     try:
         report = probe.check(load_plan(target), timeout)
     except PlanError as exc:  # e.g. an env file that does not define a variable the plan uses
@@ -132,5 +140,6 @@ def _render_checked(answers: Any, target: Path) -> str:
     with tempfile.TemporaryDirectory() as folder:
         draft = Path(folder) / target.name
         draft.write_text(text.replace("env_file:", "# env_file:"))
-        load_plan(draft, environ={**os.environ, **{v: "unset" for v in answers.variables()}})
+        stand_in = f"cutover-init-stand-in-{os.urandom(8).hex()}"  # registered as a secret: never met again
+        load_plan(draft, environ={**os.environ, **{v: stand_in for v in answers.variables()}})
     return text

@@ -46,7 +46,7 @@ def timeout_option(whole: bool) -> Callable[[F], F]:
     promote) and the timeout bounds each wait on a cluster, the catalog or the storage."""
     def bound(ctx: click.Context, _param: click.Parameter, value: float) -> float:
         if whole and not ctx.resilient_parsing:
-            from cutover.cli import interrupt
+            from cutover import interrupt
 
             interrupt.bound(value, ctx.command_path)
         return value
@@ -61,8 +61,8 @@ def timeout_option(whole: bool) -> Callable[[F], F]:
 @contextmanager
 def stop_on_signals() -> Iterator[Stop]:
     """SIGINT/SIGTERM ask for a clean stop: the work the command says is in flight (`Stop.in_flight`) is
-    finished first; a second SIGINT stops at once (see cutover.cli.interrupt)."""
-    from cutover.cli import interrupt
+    finished first; a second SIGINT stops at once (see cutover.interrupt)."""
+    from cutover import interrupt
 
     stop = Stop()
     with interrupt.graceful(stop, stop.in_flight):

@@ -20,6 +20,7 @@ from cutover.drill.faults import ByHand
 from cutover.drill.model import Runbook, Step
 from cutover.drill.ops import OPS, ExpectationFailed
 from cutover.errors import CutoverError, ExitCode
+from cutover.interrupt import cleaning
 from cutover.output import progress
 from cutover.plan import Plan
 
@@ -79,7 +80,8 @@ def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
                 if not _one(drill, step, len(runbook.steps)) and not (opts.keep_going and _failed_check(drill)):
                     break
     finally:
-        drill.close()
+        with cleaning():  # a Ctrl-C waits for the background processes to stop and the faults to be given back
+            drill.close()
     result = report.result(runbook, plan, drill, started)
     report.write(folder, result)
     progress(f"drill report: {folder / 'report.html'}")

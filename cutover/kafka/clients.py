@@ -8,6 +8,7 @@ authentication failed" instead of "timed out"), and is used with bounded timeout
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,8 @@ log = logging.getLogger("cutover.kafka")
 client_log = logging.getLogger("cutover.kafka.librdkafka")
 
 DEFAULT_TIMEOUT = NETWORK_TIMEOUT
+#: Seconds librdkafka's FAIL lines stay relevant to explain a failure.
+_RECENT = 2 * NETWORK_TIMEOUT
 
 _AUTH_CODES = {
     KafkaError._AUTHENTICATION,
@@ -44,8 +47,8 @@ class ClusterRef:
     name: str
     properties: Mapping[str, str]
     errors: list[KafkaError] = field(default_factory=list)
-    #: librdkafka's last FAIL log lines for this cluster: where it says why a connection failed.
-    failures: list[str] = field(default_factory=list)
+    #: librdkafka's last FAIL log lines for this cluster (monotonic time, line): why a connection failed.
+    failures: list[tuple[float, str]] = field(default_factory=list)
 
     @classmethod
     def of(cls, plan: Plan, side: ClusterSide) -> ClusterRef:
@@ -83,9 +86,14 @@ class ClusterRef:
         from cutover.kafka import diagnose, tls
 
         kerr = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        if isinstance(kerr, KafkaError) and kerr.code() in _AUTH_CODES - {KafkaError._AUTHENTICATION}:
+            return AccessDenied(f"{self.describe()} refused {doing}: {kerr.str()}",  # the operation's own answer
+                                fix="grant it to this principal (README: 'Using cutover on your clusters', Rights)")
         candidates = [kerr] if isinstance(kerr, KafkaError) else []
         candidates += reversed(self.errors)
-        found = diagnose.explain([*(e.str() for e in candidates), *reversed(self.failures)], self.properties)
+        recent = time.monotonic() - _RECENT  # a line from an earlier hiccup of a long run says nothing now
+        found = diagnose.explain([*(e.str() for e in candidates), *(t for at, t in reversed(self.failures)
+                                                                    if at >= recent)], self.properties)
         if found is not None and found.kind in diagnose.BEFORE_TLS:  # SASL set up wrong, DNS: said exactly
             return UnreachableError(f"could not reach {self.describe()} while {doing}: {found.what}", fix=found.fix)
         auth = next((e for e in candidates if e.code() in _AUTH_CODES), None)
@@ -117,7 +125,7 @@ class _ClientLog:
     def log(self, level: int, msg: str, *args: Any) -> None:
         text = msg % args if args else msg
         if text.startswith("FAIL "):
-            self.ref.failures = [*self.ref.failures, text][-10:]
+            self.ref.failures = [*self.ref.failures, (time.monotonic(), text)][-10:]
         client_log.log(level, "%s", text)
 
 

@@ -119,7 +119,10 @@ def _silent(text: str, props: Mapping[str, str]) -> Diagnosis | None:
 
 
 def _closed(text: str, props: Mapping[str, str]) -> Diagnosis | None:
-    if "connection closed by peer" not in text or not re.search(r"in state (UP|APIVERSION_QUERY)", text):
+    # at once (within a second of the connection): a broker that restarts, or closes an idle
+    # connection, does so minutes into it
+    m = re.search(r"connection closed by peer.*\(after (\d+)ms in state (UP|APIVERSION_QUERY)", text)
+    if m is None or int(m.group(1)) >= 1000:
         return None
     if _protocol(props).startswith("SASL"):
         return None

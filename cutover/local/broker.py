@@ -22,6 +22,7 @@ from typing import Literal, Protocol
 
 from cutover import jvm
 from cutover.errors import SandboxError
+from cutover.interrupt import cleaning
 
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 30.0
@@ -241,10 +242,11 @@ def start_processes(specs: Sequence[Process], main: str, ready: Callable[[str], 
         return [wait_ready(spec, proc, offset, ready, timeout) for spec, proc, offset in launched]
     except BaseException:
         # Not ready (error, timeout, Ctrl-C): never leave a process nobody knows about.
-        for _spec, proc, _offset in launched:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        with cleaning():
+            for _spec, proc, _offset in launched:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         raise
 
 

@@ -31,6 +31,7 @@ from typing import Literal
 
 from cutover import jvm
 from cutover.errors import DependencyMissing, SandboxError
+from cutover.interrupt import cleaning
 from cutover.lake.catalog import S3_COMPAT_ENV
 from cutover.local import broker
 from cutover.plan.model import Catalog
@@ -264,9 +265,10 @@ def _start(spec: StorageSpec | CatalogSpec, cmd: list[str], env: dict[str, str] 
     try:
         return broker.wait_ready(spec, proc, offset, ready, READY_TIMEOUT)
     except BaseException:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        with cleaning():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         raise
 
 

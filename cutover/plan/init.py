@@ -33,8 +33,7 @@ class Cluster:
         if self.security != "PLAINTEXT":
             props["security.protocol"] = self.security
         if self.security.startswith("SASL"):
-            props.update({"sasl.mechanism": self.mechanism, "sasl.username": self.user or "",
-                          "sasl.password": f"${{{self.password_var}}}"})
+            props.update({"sasl.mechanism": self.mechanism, "sasl.username": self.user or ""})
         if self.security.endswith("SSL") and self.ca:
             props["ssl.ca.location"] = self.ca
         return props
@@ -75,13 +74,16 @@ class Answers:
 
 
 def _q(value: str) -> str:
-    return json.dumps(value)
+    """A user's value as YAML reads it back: JSON-quoted, a `$` doubled (the plan reads ${...} as a variable)."""
+    return json.dumps(value.replace("$", "$$"), ensure_ascii=False)
 
 
 def _cluster(side: str, c: Cluster, note: str) -> list[str]:
     lines = [f"  {side}:{note}"]
     for key, value in c.properties().items():
         lines.append(f"    {key}: {_q(value)}")
+    if c.security.startswith("SASL"):
+        lines.append(f'    sasl.password: "${{{c.password_var}}}"   # from the environment or env_file, never here')
     return lines
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from cutover.common import iso_millis_z
 from cutover.errors import CutoverError, ExitCode, Refused
+from cutover.interrupt import cleaning
 from cutover.output import progress
 from cutover.plan import Plan
 from cutover.secrets import scrub
@@ -121,7 +122,8 @@ def _one(j: Journal, fx: Live, run: str, step: steps.Step, action: str) -> None:
         message = exc.message if isinstance(exc, CutoverError) else f"{type(exc).__name__}: {exc}"
         j.append("step-end", run=run, step=step.name, outcome="failed", error=message)
         j.append("end", action=action, run=run, outcome="failed", detail={"step": step.name})
-        _quietly(lambda: fx.hook("on_failure", error=scrub(message)[:2000]), "on_failure")
+        with cleaning():  # the operator's on_failure hook runs to its end, Ctrl-C or not
+            _quietly(lambda: fx.hook("on_failure", error=scrub(message)[:2000]), "on_failure")
         if not isinstance(exc, CutoverError):
             raise
         code = exc.exit_code if exc.exit_code != ExitCode.USAGE else ExitCode.ERROR

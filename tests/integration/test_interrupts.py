@@ -114,3 +114,24 @@ def test_timeout_bounds_a_one_shot_command(command: str, tmp_path: Path, hung_ho
     said = out + err
     assert f"127.0.0.1:{port}" in said or "did not finish within its --timeout of 2s" in said, said
     assert "Traceback" not in err
+
+
+def test_a_mirror_started_with_sigint_ignored_keeps_ignoring_it(tmp_path: Path,
+                                                                hung_host: tuple[int, list[object]]) -> None:
+    """`cutover mirror ... &` from a script without job control inherits SIGINT ignored: a Ctrl-C meant for
+    the foreground command must not stop it; SIGTERM still does."""
+    port, connections = hung_host
+    with (tmp_path / "stderr.log").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", str(_plan(tmp_path, port))],
+                                stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True, cwd=tmp_path,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    wait_for(lambda: _connected(proc, connections), 60, "the mirror to connect to the hung host")
+    os.killpg(proc.pid, signal.SIGINT)
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=3 * 1.0 + 1)  # three graces: an interrupt taken would have ended it by now
+    proc.send_signal(signal.SIGTERM)
+    wait_for(lambda: "SIGTERM: stopping (nothing in flight to finish)" in (tmp_path / "stderr.log").read_text(), 10,
+             "the mirror to take the SIGTERM")
+    os.killpg(proc.pid, signal.SIGKILL)  # its clean stop waits on the hung host; not what this test is about
+    _end(proc, tmp_path)
+    assert "SIGINT" not in (tmp_path / "stderr.log").read_text()

@@ -77,3 +77,21 @@ def test_an_existing_plan_is_kept_unless_forced(tmp_path: Path, capsys: pytest.C
     code, out, _ = run([*args, "--force"], capsys)
     assert code == 0 and "not checked (--no-check)" in out
     assert load_plan(plan).cluster("old")["bootstrap.servers"] == "o:1"
+
+
+def test_values_are_written_as_given_and_paths_made_absolute(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "secrets.env").write_text("NEW_KAFKA_PASSWORD=pw\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NEW_KAFKA_PASSWORD", raising=False)
+    code, _out, err = run(["init", "--plan", "conf/plan.yaml", "--old-bootstrap", "o:1", "--new-bootstrap", "n:1",
+                          "--new-security", "SASL_SSL", "--new-user", "cutover", "--new-ca", "conf/ca.pem",
+                          "--topics", "cost-$5", "--topics", "käse\\..*", "--env-file", "conf/secrets.env",
+                          "--no-check"], capsys)
+    assert code == 0, err
+    plan = load_plan(tmp_path / "conf" / "plan.yaml")  # read from another folder than it was written from
+    assert plan.spec.topics.include == ["cost-$5", "käse\\..*"]
+    assert plan.cluster("new")["ssl.ca.location"] == str(tmp_path / "conf" / "ca.pem")
+    assert plan.cluster("new")["sasl.password"] == "pw"  # through the env file, named by its absolute path
+    assert "pw" not in (tmp_path / "conf" / "plan.yaml").read_text().replace("password", "")

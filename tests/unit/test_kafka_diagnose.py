@@ -74,3 +74,7 @@ def test_the_specific_cause_wins_over_a_generic_one_and_unknown_lines_name_none(
     # a SASL client whose broker closes the connection is not told to switch to SASL
     closed = ["127.0.0.1:9092/bootstrap: Disconnected: connection closed by peer (after 0ms in state UP)"]
     assert explain(closed, SASL) is None
+    # nor is a plaintext client whose broker closed a connection that had been up for minutes (a restart)
+    restart = ["127.0.0.1:9092/3: Disconnected: connection closed by peer: receive 0 after POLLIN (after 600012ms in "
+               "state UP)"]
+    assert explain(restart, PLAIN) is None

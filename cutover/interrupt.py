@@ -5,6 +5,7 @@ notices its deadline, only when that wait returns, up to a client timeout later 
 A watcher thread learns of each SIGINT at once (Python's C-level handler writes it to the
 signal wakeup fd) and ends the process itself when the main thread cannot:
 
+- (only while a command runs under `main()`; an in-process caller is left alone afterwards)
 - one SIGINT: the command's own handling runs (KeyboardInterrupt; for the mirror and the
   shadow, a clean stop that finishes the work in flight); if the process has not ended
   within GRACE seconds, it ends with exit 130 and says what was left unfinished;
@@ -17,8 +18,9 @@ signal wakeup fd) and ends the process itself when the main thread cannot:
 The process ends through os._exit: threads stuck in a client library are not waited for.
 Every side effect of cutover is safe against a crash at any point (journals, Kafka
 transactions, Iceberg commits), so an interrupt never leaves a half-done state behind;
-`cleaning()` marks the few places that must finish first (stopping a process cutover just
-started, so none is left behind).
+`cleaning()` marks the places that must finish first (stopping the processes a drill or
+a sandbox start launched, restoring a drill's fault, a switch's on_failure hook), so none
+is left behind; a second Ctrl-C still ends them at once.
 """
 
 from __future__ import annotations
@@ -49,21 +51,29 @@ class _Graceful:
 
 
 _installed = False
-_bounds: list[threading.Timer] = []
+#: A command runs under `main()` (the watcher acts only then; an in-process caller outlives it).
+_active = False
+_interrupts = 0
+_timers: list[threading.Timer] = []
 _graceful: _Graceful | None = None
 _cleaning = 0
 _lock = threading.Lock()
 
 
 def install() -> None:
-    """Start the watcher (once per process; only from the main thread)."""
-    global _installed
-    if _installed or threading.current_thread() is not threading.main_thread():
+    """Start the watcher (once per process; only from the main thread) and mark a command as running.
+    A process started with SIGINT ignored (`cmd &` in a script) keeps ignoring it."""
+    global _installed, _active, _interrupts
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _active, _interrupts = True, 0
+    if _installed:
         return
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    signal.signal(signal.SIGINT, _sigint)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _sigint)
     threading.Thread(target=_watch, args=(read_end,), name="cutover-signals", daemon=True).start()
     _installed = True
 
@@ -72,8 +82,9 @@ def install() -> None:
 def graceful(stop: threading.Event, in_flight: Callable[[], str | None]) -> Iterator[threading.Event]:
     """SIGINT and SIGTERM ask `stop` for a clean stop (the work in flight is finished) instead of raising."""
     global _graceful
-    install()
-    before = {s: signal.signal(s, _ignore) for s in (signal.SIGINT, signal.SIGTERM)}
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # an ignored SIGINT stays ignored
+    taken = [signal.SIGTERM] + ([] if ignored else [signal.SIGINT])
+    before = {s: signal.signal(s, _ignore) for s in taken}
     _graceful = _Graceful(stop, in_flight)
     try:
         yield stop
@@ -97,23 +108,31 @@ def cleaning() -> Iterator[None]:
 
 
 def bound(seconds: float, command: str) -> None:
-    """End the process with exit 1 if it is still running `seconds` from now."""
+    """End the process with exit 1 if the command still runs `seconds` (and SAY_WHY, GRACE) from now.
+    Only for a command run by `main()`: parsing a command elsewhere arms nothing."""
+    if not _active:
+        return
+
     def late() -> None:
         _exit(ExitCode.ERROR, f"error: {command} did not finish within its --timeout of {seconds:g}s: a cluster, "
                               "the catalog or the storage did not answer in time\n  fix: run cutover plan check to "
                               "see which one, or give a longer --timeout")
 
-    _bounds.append(_daemon_timer(seconds + GRACE + SAY_WHY, late))
+    _timers.append(_daemon_timer(seconds + GRACE + SAY_WHY, late))
 
 
 def disarm() -> None:
-    """The command returned: its --timeout no longer applies (an in-process caller goes on living)."""
-    while _bounds:
-        _bounds.pop().cancel()
+    """The command returned: no deadline applies any more, and the watcher stands down (an in-process
+    caller goes on living)."""
+    global _active, _interrupts
+    _active, _interrupts = False, 0
+    while _timers:
+        _timers.pop().cancel()
 
 
 def exit_now(code: int) -> None:
-    """End the process now, flushing what was written (threads stuck in a client are not waited for)."""
+    """End the process now from the main thread, flushing what was written (threads stuck in a client
+    are not waited for)."""
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):
             stream.flush()
@@ -136,16 +155,18 @@ def _ignore(_signum: int, _frame: Any) -> None:
 
 
 def _watch(read_end: int) -> None:
-    interrupts = 0
+    global _interrupts
     while True:
         try:
             data = os.read(read_end, 64)
         except OSError:
             return
         for signum in data:
+            if not _active:
+                continue  # no command runs: Python's own handling (KeyboardInterrupt) is enough
             if signum == signal.SIGINT:
-                interrupts += 1
-                _on_interrupt(interrupts)
+                _interrupts += 1
+                _on_interrupt(_interrupts)
             elif signum == signal.SIGTERM and _graceful is not None:
                 _ask("SIGTERM", _graceful)
 
@@ -167,12 +188,14 @@ def _on_interrupt(count: int) -> None:
         _exit(ExitCode.INTERRUPTED, "interrupted: stopped at once" + _left(g))
     if g is not None:
         _ask("SIGINT", g)
-    _daemon_timer(GRACE, lambda: _late(g))
+    _timers.append(_daemon_timer(GRACE, lambda: _late(g)))
 
 
 def _late(g: _Graceful | None) -> None:
-    if _cleaning:
-        _daemon_timer(0.2, lambda: _late(g))
+    if not _active:
+        return
+    if _cleaning:  # stopping what was just started, restoring a fault: a second Ctrl-C still ends it at once
+        _timers.append(_daemon_timer(0.2, lambda: _late(g)))
         return
     _exit(ExitCode.INTERRUPTED, f"interrupted: did not end within {GRACE:g}s of Ctrl-C, stopped" + _left(g))
 
@@ -186,5 +209,7 @@ def _left(g: _Graceful | None) -> str:
 
 
 def _exit(code: int, message: str) -> None:
-    os.write(2, (message + "\n").encode())
-    exit_now(code)
+    """From the watcher: never flush stdout (the main thread may hold its lock, blocked on a full pipe)."""
+    with suppress(OSError):
+        os.write(2, (message + "\n").encode())
+    os._exit(int(code))
