@@ -120,6 +120,12 @@ class Drill:
     def close(self) -> None:
         for name in list(self.procs):
             self.kill(name, signal.SIGTERM)
+        if self.sandbox is not None and self._switch_plan is not None:
+            # the rehearsal's promote started a reverse mirror with the drill's own journal: it ends with
+            # the drill (on a real environment the switch plan is the real one, and its mirror stays)
+            from cutover.switch import background
+
+            background.stop(self._switch_plan)
         for part in (self.traffic, self.consumer):
             if part is not None:
                 part.stop()

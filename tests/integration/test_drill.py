@@ -69,6 +69,20 @@ def test_every_shipped_runbook_passes_on_the_sandbox(sandbox: Sandbox, ns: str, 
     assert [s["outcome"] for s in result["steps"]] == ["passed"] * len(rb.steps)
     assert result["sandbox"] and json.loads((tmp_path / "report" / "result.json").read_text())["passed"]
     assert "<polyline" in (tmp_path / "report" / "report.html").read_text() or not result["samples"]
+    assert _processes_mentioning(tmp_path / "report") == []  # nothing the drill started outlives it
+
+
+def _processes_mentioning(folder: Path) -> list[str]:
+    """Command lines of running processes that name `folder` (a background mirror, shadow or reverse mirror)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(folder) in text:
+            found.append(text[:200])
+    return found
 
 
 def _runbook(tmp: Path, steps: list[dict[str, Any]]) -> Path:
