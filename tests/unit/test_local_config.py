@@ -40,3 +40,17 @@ def test_both_start_messages_are_recognised() -> None:
     assert broker.started("[main] INFO kafka.server.KafkaServer - [KafkaServer id=3] started")
     assert broker.started("[main] INFO kafka.server.KafkaRaftServer - Kafka Server started")
     assert not broker.started("[main] INFO kafka.server.KafkaServer - [KafkaServer id=3] starting")
+
+
+def test_free_ports_are_below_the_ephemeral_range_and_never_handed_out_twice() -> None:
+    """A port the kernel may give an outgoing connection (a broker's own, say) could be taken before the
+    sandbox's server binds it: CI once met exactly that. Ports below the range are only taken by a bind."""
+    import socket
+
+    from cutover.local.sandbox import _ephemeral_low, free_port
+
+    ports = [free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)
+    assert all(10000 <= p < _ephemeral_low() for p in ports)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", ports[-1]))  # free when handed out
