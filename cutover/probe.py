@@ -30,7 +30,7 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout  # what is asked after the first answers gets what is left
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
         futures = {s: pool.submit(view, ClusterRef.of(plan, s), timeout) for s in sides}
-        lake = pool.submit(_lake_reports, plan, timeout, deadline)  # beside the clusters: one deadline for all
+        lake = pool.submit(_lake_reports, plan, timeout)  # beside the clusters: one deadline for all
         report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": False}
         for side in sides:
             report[side] = _cluster_report(plan, side, futures[side])
@@ -97,10 +97,11 @@ def _left(deadline: float) -> float:
     return max(1.0, deadline - time.monotonic())
 
 
-def _lake_reports(plan: Plan, timeout: float, deadline: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The catalog, then the storage (whose location may come from the catalog's tables)."""
+def _lake_reports(plan: Plan, timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The catalog, then the storage (whose location may come from the catalog's tables): each within the
+    timeout, as the failures say (they are different servers; one that does not answer costs its own)."""
     cat = _catalog_report(plan, timeout)
-    return cat, _storage_report(plan, _left(deadline), cat)
+    return cat, _storage_report(plan, timeout, cat)
 
 
 def _catalog_report(plan: Plan, timeout: float) -> dict[str, Any]:
