@@ -1,18 +1,32 @@
-"""The drill report: result.json (stable keys) and report.html (timeline, lag and freshness charts)."""
+"""The drill report: result.json (stable keys) and report.html for a person.
+
+The page leads with the verdict and the numbers that prove it (records exactly once, the freeze
+windows, records carried back, rows compared and differences found), then the steps on a time
+axis, then the lag and freshness charts with promote, rollback and the faults marked where they
+happened, and stretches where a rising line is expected labelled as such.
+"""
 
 from __future__ import annotations
 
-import html
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from cutover.drill.context import Drill
 from cutover.drill.model import Runbook
 from cutover.plan import Plan
+from cutover.report import charts, page
+from cutover.report.page import Card, Html
 
 COLORS = {"passed": "#2e7d32", "manual": "#6a1b9a", "failed": "#c62828", "error": "#ef6c00", "running": "#757575"}
+#: the ops whose detail holds a verify's counts per table
+EXPECTED_LAG = ("expected: the forward mirror stops at promote; the old cluster then takes the reverse mirror's\n"
+                "copies and, after a rollback, the clients' writes, so its forward lag rises and loses nothing")
+_VERIFIES = ("verify", "verify-passed", "replay")
+_WHERE = {"old": "on the old cluster", "new": "on the new cluster", "consumer": "in what the consumer processed",
+          "tables": "in the tables"}
 
 
 def result(runbook: Runbook, plan: Plan, drill: Drill, started: float) -> dict[str, Any]:
@@ -37,66 +51,139 @@ def write(folder: Path, r: dict[str, Any]) -> None:
     (folder / "report.html").write_text(render(r))
 
 
-def _timeline(r: dict[str, Any]) -> str:
-    t0, t1 = r["started"], max(r["ended"], r["started"] + 1)
-    rows = []
+def _epoch(iso: str | None) -> float | None:
+    return datetime.fromisoformat(iso).timestamp() if iso else None
+
+
+def _switches(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each promote or rollback the drill ran: what, when it froze and switched, what it carried back."""
+    out = []
     for s in r["steps"]:
-        took = "" if s["seconds"] is None else f"{s['seconds']:.1f}s"
-        left = 100 * (s["started"] - t0) / (t1 - t0)
-        width = max(0.4, 100 * ((s["ended"] or t1) - s["started"]) / (t1 - t0))
-        rows.append(
-            f'<tr><td>{s["number"]}. {html.escape(s["name"])}</td><td>{s["kind"]}</td>'
-            f'<td class="bar"><div style="margin-left:{left:.2f}%;width:{width:.2f}%;'
-            f'background:{COLORS.get(s["outcome"], "#999")}"></div></td>'
-            f'<td>{s["outcome"]}</td><td>{took}</td>'
-            f'<td>{html.escape(s["error"] or "")}</td></tr>')
-    return ('<table class="timeline"><tr><th>step</th><th>kind</th><th>timeline</th><th>outcome</th><th>took</th>'
-            '<th>error</th></tr>' + "".join(rows) + "</table>")
+        if s["op"] not in ("promote", "rollback"):
+            continue
+        window = (s["detail"] or {}).get("freeze_window") or {}
+        out.append({"action": s["op"], "ok": s["outcome"] == "passed", "step": s,
+                    "frozen": _epoch(window.get("frozen_at")), "switched": _epoch(window.get("switched_at")),
+                    "seconds": window.get("seconds"), "carried_back": (s["detail"] or {}).get("carried_back")})
+    return out
 
 
-def _chart(title: str, series: dict[str, list[tuple[float, float]]], t0: float, t1: float, unit: str) -> str:
-    points = [v for pts in series.values() for _t, v in pts]
-    if not points:
-        return f"<h3>{html.escape(title)}</h3><p>no samples</p>"
-    top = max(max(points), 1.0)
-    w, h = 720, 160
-    palette = ["#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f"]
-    lines = []
-    for i, (name, pts) in enumerate(sorted(series.items())):
-        coords = " ".join(f"{w * (t - t0) / max(t1 - t0, 1):.1f},{h - h * v / top:.1f}" for t, v in pts)
-        lines.append(f'<polyline fill="none" stroke="{palette[i % len(palette)]}" stroke-width="2" '
-                     f'points="{coords}"><title>{html.escape(name)}</title></polyline>')
-    legend = " ".join(f'<span style="color:{palette[i % len(palette)]}">&#9632; {html.escape(n)}</span>'
-                      for i, n in enumerate(sorted(series)))
-    return (f'<h3>{html.escape(title)}</h3><svg width="{w}" height="{h}" class="chart">'
-            f'<line x1="0" y1="{h}" x2="{w}" y2="{h}" stroke="#999"/>' + "".join(lines) +
-            f'<text x="4" y="12" font-size="11">{top:,.0f} {unit}</text></svg><div>{legend}</div>')
+def marks(r: dict[str, Any]) -> tuple[list[charts.Event], list[charts.Span]]:
+    """The drill's events for the time axis: each switch where it switched (its freeze window shaded), each
+    fault where it was injected; and, from the first promote on, the stretch where rising forward lag is
+    expected."""
+    events: list[charts.Event] = []
+    spans: list[charts.Span] = []
+    for sw in _switches(r):
+        at = sw["switched"] or sw["step"]["ended"] or sw["step"]["started"]
+        events.append(charts.Event(at, sw["action"] if sw["ok"] else f"{sw['action']} ({sw['step']['outcome']})"))
+        if sw["frozen"] is not None:
+            spans.append(charts.Span(sw["frozen"], sw["switched"] or at, f"{sw['action']} freeze window"))
+    for s in r["steps"]:
+        if s["kind"] == "fault":
+            events.append(charts.Event(s["started"], f"fault (step {s['number']})", "fault"))
+    promoted = [sw["switched"] for sw in _switches(r) if sw["action"] == "promote" and sw["ok"] and sw["switched"]]
+    if promoted:
+        spans.append(charts.Span(promoted[0], max(r["ended"], r["started"] + 1), EXPECTED_LAG, "expected"))
+    return events, spans
+
+
+def headline(r: dict[str, Any]) -> list[Card]:
+    """The numbers that prove the drill, in the order a person asks for them."""
+    out = [Card("PASSED" if r["passed"] else "FAILED", f"drill {r['runbook']}", "ok" if r["passed"] else "bad",
+                f"{len(r['steps'])} of {len(r['steps']) + len(r['not_run'])} steps ran in "
+                f"{max(r['ended'] - r['started'], 0):,.0f} s")]
+    once = [s for s in r["steps"] if s["op"] == "exactly-once"]
+    if once:
+        good = [s for s in once if s["outcome"] == "passed"]
+        counts = sorted({int(n) for s in good if (n := (s["detail"] or {}).get("records")) is not None})
+        where = "; ".join(_where(s) for s in good)
+        if len(good) == len(once):
+            out.append(Card(" / ".join(f"{c:,}" for c in counts) or "all", "records exactly once", "ok",
+                            where or ", ".join(s["name"] for s in good)))
+        else:
+            failed = next(s for s in once if s["outcome"] != "passed")
+            out.append(Card("NOT exactly once", failed["name"], "bad", failed["error"] or failed["outcome"]))
+    for sw in _switches(r):
+        if sw["seconds"] is not None:
+            out.append(Card(f"{sw['seconds']:,.1f} s", f"{sw['action']} freeze window", "info",
+                            "producers frozen until the clients were switched"))
+        elif not sw["ok"]:
+            out.append(Card(sw["step"]["outcome"].upper(), sw["action"], "bad", sw["step"]["error"] or ""))
+        if sw["carried_back"] is not None:
+            out.append(Card(f"{sw['carried_back']:,}", "records carried back", "info",
+                            "written on the new cluster after promote, copied back to the old one at rollback"))
+    verified = [s for s in r["steps"] if s["op"] in _VERIFIES and isinstance((s["detail"] or {}).get("tables"), dict)
+                and all(isinstance(c, dict) for c in s["detail"]["tables"].values())]
+    if verified:
+        last = verified[-1]["detail"]["tables"].values()
+        rows = sum(c["old_rows"] for c in last)
+        diffs = sum(c["missing"] + c["extra"] + c["mismatched"] + c["duplicates_old"] + c["duplicates_new"]
+                    for c in last)
+        out.append(Card(f"{rows:,}", "rows compared", "info", f"by the last verify, over {len(last)} table(s)"))
+        out.append(Card(f"{diffs:,}", "differences", "ok" if diffs == 0 else "bad",
+                        "missing, extra, mismatched or duplicated rows"))
+    faults = [s for s in r["steps"] if s["kind"] == "fault"]
+    if faults:
+        out.append(Card(f"{len(faults)}", "faults injected", "warn", ", ".join(s["name"] for s in faults)))
+    return out
+
+
+def _where(step: dict[str, Any]) -> str:
+    d = step["detail"] or {}
+    if d.get("where") == "tables":
+        return "in the canonical tables" if d.get("table") == "old" else "in the new tables"
+    return _WHERE.get(str(d.get("where")), str(step["name"]))
+
+
+def _steps_table(r: dict[str, Any]) -> Html:
+    rows: list[list[Any]] = [[s["number"], s["name"], s["kind"], page.verdict(True, s["outcome"]) if s["outcome"] in (
+        "passed", "manual") else page.verdict(False, no=s["outcome"]),
+        "" if s["seconds"] is None else f"{s['seconds']:.1f} s", s["error"] or page.plain(s["detail"])]
+        for s in r["steps"]]
+    rows += [[s["number"], s["name"], "", "not run", "", ""] for s in r["not_run"]]
+    return page.table(["#", "step", "kind", "outcome", "took", "what it found"], rows, numeric=(0, 4), wrap=(1, 5))
 
 
 def render(r: dict[str, Any]) -> str:
     t0, t1 = r["started"], max(r["ended"], r["started"] + 1)
+    events, spans = marks(r)
+    switched = [s for s in spans if s.kind != "expected"]
     lag = {"forward mirror lag": [(s["t"], s["lag"]) for s in r["samples"] if s.get("lag") is not None]}
     fresh: dict[str, list[tuple[float, float]]] = {}
     for s in r["samples"]:
-        for table, age in (s.get("freshness") or {}).items():
+        for name, age in (s.get("freshness") or {}).items():
             if age is not None:
-                fresh.setdefault(table, []).append((s["t"], age))
-    verdict = "PASSED" if r["passed"] else "FAILED"
+                fresh.setdefault(name, []).append((s["t"], age))
     failed = r["failed_step"]
-    color = COLORS["passed" if r["passed"] else "failed"]
-    head = (f'<h1>drill {html.escape(r["runbook"])}: <span style="color:{color}">'
-            f"{verdict}</span></h1><p>{html.escape(r['purpose'])}</p>"
-            f"<p>plan {html.escape(r['plan'])} ({'local sandbox' if r['sandbox'] else 'not the sandbox'}); "
-            f"{t1 - t0:.0f}s; parameters {html.escape(json.dumps(r['parameters']))}</p>")
+    body = [f"<h1>drill {page.esc(r['runbook'])}: {page.verdict(r['passed'])}</h1>",
+            page.cards(headline(r))]
     if failed:
-        head += (f'<p class="failed">failed at step {failed["number"]} ({html.escape(failed["name"])}): '
-                 f"{html.escape(failed['error'] or '')}</p>")
+        body.append(f'<p class="failed">failed at step {failed["number"]} ({page.esc(failed["name"])}): '
+                    f"{page.esc(failed['error'] or '')}</p>")
     if r["not_run"]:
-        head += "<p>not run: " + ", ".join(html.escape(s["name"]) for s in r["not_run"]) + "</p>"
-    style = ("body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;width:100%}"
-             "td,th{border-bottom:1px solid #ddd;padding:3px 6px;text-align:left;font-size:13px}"
-             ".bar{width:45%}.bar div{height:12px}.failed{color:#c62828;font-weight:bold}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>drill {html.escape(r['runbook'])}</title>"
-            f"<style>{style}</style></head><body>{head}<h2>Timeline</h2>{_timeline(r)}<h2>Over the drill</h2>"
-            + _chart("Mirror lag (records)", lag, t0, t1, "records")
-            + _chart("Table freshness (seconds since the last commit)", fresh, t0, t1, "s") + "</body></html>")
+        body.append("<p>not run: " + page.esc(", ".join(s["name"] for s in r["not_run"])) + "</p>")
+    body += [f"<p>{page.esc(r['purpose'])}</p>",
+             f"<p class='note'>plan <code>{page.esc(r['plan'])}</code> "
+             f"({'the local sandbox' if r['sandbox'] else 'not the sandbox'}); started "
+             f"{datetime.fromtimestamp(t0).astimezone().strftime('%Y-%m-%d %H:%M:%S %Z')}; parameters "
+             f"{page.esc(r['parameters'])}</p>",
+             "<h2>Steps</h2>",
+             charts.timeline("steps", [charts.Bar(f"{s['number']}. {s['name'][:38]}", s["started"],
+                                                  s["ended"] or t1, COLORS.get(s["outcome"], "#999"))
+                                       for s in r["steps"]], t0, t1, events, switched),
+             _steps_table(r),
+             "<h2>Mirror lag</h2>",
+             "<p class='note'>Records on the old cluster the forward mirror has not copied yet. Lines mark the "
+             "switches and the faults (dashed, with their step number); grey is a freeze window. From promote "
+             "on, the forward mirror is stopped by design: the old cluster takes the reverse mirror's copies, "
+             "and after a rollback the clients' writes, so its lag rises without anything being lost.</p>",
+             charts.time_series("mirror lag", "records", lag, t0, t1, events, spans),
+             "<h2>Table freshness</h2>",
+             "<p class='note'>Seconds since each table's last commit. It rises whenever no writer commits to "
+             "the table, also by design: the shadow's table after promote, the old pipeline between its "
+             "runs.</p>",
+             charts.time_series("table freshness", "seconds since the last commit", fresh, t0, t1, events,
+                                switched)]
+    return page.page(f"drill {r['runbook']}: {'PASSED' if r['passed'] else 'FAILED'}", body)
+

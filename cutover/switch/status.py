@@ -33,6 +33,28 @@ def _lag(plan: Plan, direction: Literal["forward", "reverse"], timeout: float) -
             "unmirrored": sum(1 for p in s.partitions if p.position is None), "gaps": len(s.gaps)}
 
 
+#: what each mirror is expected to do in each phase: (expected to run, what its lag means then)
+_ROLES: dict[tuple[str, str], tuple[bool, str]] = {
+    ("forward", "ready"): (True, "copies old -> new until promote"),
+    ("forward", "promoting"): (True, "drains, then stops at the switch"),
+    ("forward", "promoted"): (False, "stopped at promote: the clients write to the new cluster; its lag counts what "
+                                     "the reverse mirror copies back to the old cluster, which is expected"),
+    ("forward", "rolling-back"): (False, "stopped since promote"),
+    ("forward", "rolled-back"): (False, "not expected to run after a rollback: its lag counts records the old "
+                                        "cluster took since, which is expected and loses nothing"),
+    ("reverse", "promoting"): (True, "starts at the switch"),
+    ("reverse", "promoted"): (True, "copies new -> old so that a rollback loses nothing"),
+    ("reverse", "rolling-back"): (True, "drains, then stops at the switch back"),
+    ("reverse", "rolled-back"): (False, "stopped at rollback: the clients write to the old cluster again"),
+}
+
+
+def role(direction: str, phase: str) -> dict[str, Any]:
+    """Whether a mirror is expected to run in this phase, and what its lag means then."""
+    expected, note = _ROLES.get((direction, phase), (False, "not started"))
+    return {"expected_to_run": expected, "role": note}
+
+
 def _verify(plan: Plan) -> dict[str, Any]:
     from cutover.verify.run import last_result
 
@@ -49,15 +71,19 @@ def status(plan: Plan, timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
         reverse = pool.submit(_try, lambda: _lag(plan, "reverse", timeout)) if history.promote_attempt() else None
         verify = pool.submit(_try, lambda: _verify(plan))
         routed = pool.submit(_try, lambda: routing.read(plan))
+    phase = history.phase()
+    mirrors: dict[str, Any] = {"forward": forward.result(), "reverse": reverse.result() if reverse else None}
+    for d, m in mirrors.items():
+        if m is not None and "error" not in m:
+            m.update(role(d, phase))
     report = {
-        "plan": plan.name, "phase": history.phase(), "journal": str(folder / "journal.jsonl"),
+        "plan": plan.name, "phase": phase, "journal": str(folder / "journal.jsonl"),
         "running": journal.holder(folder),
         "action": last.action if last else None,
         "steps": [s.as_dict() for s in step_table(history.runs_of(action))] if last else [],
         "freeze_window": frozen.as_dict() if last and (frozen := window(history, action)) else None,
         "carried_back": last.detail.get("carried_back") if last and last.outcome == "done" else None,
-        "mirror": {"forward": forward.result(), "reverse": reverse.result() if reverse else None,
-                   "reverse_process": background.running(plan)},
+        "mirror": {**mirrors, "reverse_process": background.running(plan)},
         "verify": verify.result(),
         "routing": routed.result() or {"active": "old", "note": "no routing file written yet"},
     }
@@ -100,7 +126,9 @@ def render(s: dict[str, Any]) -> str:
                                         f"lag {m['lag']:,} records, {m['partitions_behind']} of "
                                         f"{m['partitions']} partitions behind"
                                         + (f", {m['unmirrored']} not mirrored" if m["unmirrored"] else "")
-                                        + (f", {m['gaps']} DATA LOSS gaps" if m["gaps"] else "")))
+                                        + (f", {m['gaps']} DATA LOSS gaps" if m["gaps"] else "")
+                                        + ("" if m["expected_to_run"] else " (not running, as expected)")
+                                        + f"\n  {m['role']}"))
     if s["mirror"]["reverse_process"]:
         lines.append(f"reverse mirror process: pid {s['mirror']['reverse_process']}")
     v = s["verify"]

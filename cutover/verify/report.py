@@ -1,94 +1,144 @@
-"""The verify result for people: text on stdout, and an HTML report a person reads at a glance."""
+"""The verify result for people: text on stdout, and an HTML report a person reads at a glance.
+
+The page leads with the verdict and its numbers (rows compared, identical, differences, rows
+beyond the window, suites), then per table the gates, the differences per partition as a chart,
+the schema differences and the sample rows as tables: one column per column, never JSON.
+"""
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any
 
 from cutover.output import table
+from cutover.report import charts, page
+from cutover.report.page import Card, Html
 from cutover.verify.results import VerifyResult
 
-_CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
-.ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}
-table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}
-.bar{display:flex;width:320px;height:12px;background:#eee}.bar span{display:block;height:12px}
-.m{background:#2da44e}.x{background:#cf222e}.e{background:#bf8700}.d{background:#8250df}.l{background:#8c959f}
-code{background:#f6f8fa;padding:0 3px}
-"""
+#: the kinds of difference, as the chart and the cards name them, with their colours
+_DIFFS = {"missing": "#cf222e", "extra": "#bf8700", "mismatched": "#8250df", "duplicated": "#0072B2",
+          "beyond the window": "#8c959f"}
 
 
-def _verdict(ok: bool) -> str:
-    return '<span class="ok">PASSED</span>' if ok else '<span class="bad">FAILED</span>'
+def _differences(c: dict[str, int]) -> int:
+    return c["missing"] + c["extra"] + c["mismatched"] + c["duplicates_old"] + c["duplicates_new"]
 
 
-def _bar(p: dict[str, Any]) -> str:
-    total = max(1, p["matched"] + p["missing"] + p["extra"] + p["mismatched"] + p["old_ahead"] + p["new_ahead"])
-    parts = [("m", p["matched"], "matched"), ("x", p["missing"], "missing"), ("e", p["extra"], "extra"),
-             ("d", p["mismatched"], "mismatched"), ("l", p["old_ahead"] + p["new_ahead"], "lag")]
-    spans = "".join(f'<span class="{c}" style="width:{100 * n / total:.2f}%" title="{t}: {n}"></span>'
-                    for c, n, t in parts if n)
-    return f'<div class="bar">{spans}</div>'
+def headline(result: dict[str, Any]) -> list[Card]:
+    ts = result["tables"]
+    compared = sum(t["counts"]["old_rows"] for t in ts)
+    diffs = sum(_differences(t["counts"]) for t in ts)
+    beyond = sum(t["lag"]["old_ahead"] + t["lag"]["new_ahead"] for t in ts)
+    lag_ok = all(g["passed"] for t in ts for n, g in t["gates"].items() if n.startswith("max_lag_rows"))
+    suites = [su for t in ts for su in t["suites"]]
+    out = [Card("PASSED" if result["passed"] else "FAILED", "verify", "ok" if result["passed"] else "bad",
+                f"{sum(t['passed'] for t in ts)} of {len(ts)} table pair(s) passed"),
+           Card(f"{compared:,}", "rows compared", "info",
+                f"old table(s); the new hold {sum(t['counts']['new_rows'] for t in ts):,}"),
+           Card(f"{sum(t['counts']['matched'] for t in ts):,}", "rows identical", "info",
+                "same identity, same content"),
+           Card(f"{diffs:,}", "differences", "ok" if diffs == 0 else "bad",
+                "missing, extra, mismatched or duplicated rows"),
+           Card(f"{beyond:,}", "rows beyond the window", "ok" if beyond == 0 else ("warn" if lag_ok else "bad"),
+                "one table ahead of the other; not compared" + ("" if lag_ok else ": over the lag gate"))]
+    if suites:
+        good = sum(1 for su in suites if su["success"])
+        out.append(Card(f"{good} of {len(suites)}", "quality suites passed", "ok" if good == len(suites) else "bad",
+                        "great-expectations, from checks/"))
+    schema_bad = [t["table"] for t in ts if not t["schema"]["passed"]]
+    if schema_bad:
+        out.append(Card("DIFFERS", "schema", "bad", ", ".join(schema_bad)))
+    return out
 
 
-def _rows(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+def _schema_rows(s: dict[str, Any]) -> list[list[Any]]:
+    rows: list[list[Any]] = [[c, "missing in the new table", "", "", page.verdict(False, no="fails")]
+                             for c in s["missing_in_new"]]
+    rows += [[c, "only in the new table", "", "", "listed"] for c in s["extra_in_new"]]
+    rows += [[c["column"], "type changed" + (" (narrowing: can lose data)" if c["narrowing"] else "")
+              + ("" if c["same_family"] else " (another family)"), c["old"], c["new"],
+              "allowed" if c["allowed"] else page.verdict(False, no="fails")] for c in s["type_changed"]]
+    rows += [[c["column"], "nullability changed", "nullable" if c["old_nullable"] else "required",
+              "nullable" if c["new_nullable"] else "required", "listed"] for c in s["nullability_changed"]]
+    return rows
 
 
-def _e(v: Any) -> str:
-    return html.escape(json.dumps(v, default=str) if not isinstance(v, str) else v)
+def _value(v: Any) -> Any:
+    """A sample value: null and the empty string look different, so a difference between them shows."""
+    if v is None:
+        return Html('<i class="note">null</i>')
+    return Html('<i class="note">(empty)</i>') if v == "" else v
+
+
+def _samples(kind: str, mode: str, samples: list[dict[str, Any]]) -> Html:
+    ident = "offset" if mode == "offsets" else "key" if mode == "key" else "row hash"
+    if kind == "mismatched":
+        return page.table(["partition", ident, "column", "old", "new"],
+                          [[x["partition"], x["id"], col, _value(v["old"]), _value(v["new"])]
+                           for x in samples for col, v in x["columns"].items()], numeric=(0,), wrap=(3, 4))
+    if kind == "duplicates":
+        return page.table(["partition", ident, "copies in old", "copies in new"],
+                          [[x["partition"], x["id"], x.get("old_copies"), x.get("new_copies")] for x in samples],
+                          numeric=(0, 2, 3))
+    columns = list(dict.fromkeys(c for x in samples for c in x.get("values", {})))
+    return page.table(["partition", ident, *columns],
+                      [[x["partition"], x["id"], *(_value(x.get("values", {}).get(c)) for c in columns)]
+                       for x in samples],
+                      numeric=(0,))
+
+
+def _table_section(t: dict[str, Any]) -> list[str]:
+    c = t["counts"]
+    out = [f"<h2>{page.esc(t['old_table'])} &rarr; {page.esc(t['table'])}: {page.verdict(t['passed'])}</h2>",
+           f"<p>topic <code>{page.esc(t['topic'])}</code>; rows identified by <b>{page.esc(t['mode'])}</b>; "
+           f"old {c['old_rows']:,} rows, new {c['new_rows']:,}; took {page.esc(t['cost'].get('seconds'))} s.</p>"]
+    if t["lag"].get("note"):
+        out.append(f"<p class='note'>{page.esc(t['lag']['note'])}</p>")
+    out.append(page.table(["gate", "limit", "found", ""], [
+        [g, "no limit" if v["limit"] is None else v["limit"], v["found"], page.verdict(v["passed"])]
+        for g, v in t["gates"].items()], numeric=(1, 2)))
+    parts = t["partitions"]
+    if any(_differences(p) + p["old_ahead"] + p["new_ahead"] for p in parts):
+        out.append("<h3>Differences per partition</h3>")
+        out.append(charts.stacked_bars("partition", "rows", [str(p["partition"]) for p in parts], {
+            "missing": [p["missing"] for p in parts], "extra": [p["extra"] for p in parts],
+            "mismatched": [p["mismatched"] for p in parts],
+            "duplicated": [p["duplicates_old"] + p["duplicates_new"] for p in parts],
+            "beyond the window": [p["old_ahead"] + p["new_ahead"] for p in parts]}, _DIFFS))
+    out.append("<h3>Per partition</h3>")
+    out.append(page.table(
+        ["partition", "old", "new", "identical", "missing", "extra", "mismatched", "dup old", "dup new", "offsets",
+         "window end", "beyond: old / new"],
+        [[p["partition"], p["old_rows"], p["new_rows"], p["matched"], p["missing"], p["extra"], p["mismatched"],
+          p["duplicates_old"], p["duplicates_new"],
+          f"{p['min_offset']:,} .. {p['max_offset']:,}" if p["min_offset"] is not None else "",
+          p["window_end"], f"{p['old_ahead']:,} / {p['new_ahead']:,}"] for p in parts],
+        numeric=range(9)))
+    s = t["schema"]
+    rows = _schema_rows(s)
+    out.append(f"<h3>Schema: {page.verdict(s['passed'], 'same', 'DIFFERS')}</h3>")
+    out.append(page.table(["column", "difference", "old", "new", ""], rows, wrap=(1,)) if rows
+               else "<p>Same columns, same types, same nullability.</p>")
+    for kind, samples in t["samples"].items():
+        if samples:
+            out.append(f"<h3>Sample rows: {page.esc(kind)} ({len(samples)} shown)</h3>")
+            out.append(_samples(kind, t["mode"], samples))
+    if t["suites"]:
+        out.append("<h3>great-expectations suites</h3>")
+        out.append(page.table(["suite", "table", "", "expectation", "arguments", "unexpected", "of"], [
+            [su["suite"], su["table"], page.verdict(ex["success"]), ex["type"], ex["kwargs"], ex["unexpected_count"],
+             ex["element_count"]] for su in t["suites"] for ex in su["expectations"]], numeric=(5, 6)))
+    return out
 
 
 def render_html(result: dict[str, Any]) -> str:
-    out = [f"<!doctype html><meta charset='utf-8'><title>cutover verify: {_e(result['name'])}</title>",
-           f"<style>{_CSS}</style>",
-           f"<h1>cutover verify {_verdict(result['passed'])}</h1>",
-           f"<p>plan <code>{_e(result['plan'])}</code> at {_e(result['at'])}</p>"]
+    body = [f"<h1>cutover verify: {page.verdict(result['passed'])}</h1>", page.cards(headline(result)),
+            f"<p class='note'>plan <code>{page.esc(result['plan'])}</code> ({page.esc(result['name'])}) at "
+            f"{page.esc(result['at'])}</p>"]
     for t in result["tables"]:
-        c = t["counts"]
-        out.append(f"<h2>{_e(t['old_table'])} &rarr; {_e(t['table'])} {_verdict(t['passed'])}</h2>")
-        out.append(f"<p>topic <code>{_e(t['topic'])}</code>, rows identified by <b>{t['mode']}</b>; "
-                   f"old {c['old_rows']:,} rows, new {c['new_rows']:,}; matched {c['matched']:,}, missing "
-                   f"{c['missing']:,}, extra {c['extra']:,}, mismatched {c['mismatched']:,}, duplicates "
-                   f"{c['duplicates_old']:,} old / {c['duplicates_new']:,} new. Lag beyond the window: old "
-                   f"{t['lag']['old_ahead']:,}, new {t['lag']['new_ahead']:,}. {t['cost']['seconds']} s.</p>")
-        out.append(_rows(["gate", "limit", "found", ""], [
-            [g, "no limit" if v["limit"] is None else v["limit"], v["found"], _verdict(v["passed"])]
-            for g, v in t["gates"].items()]))
-        out.append('<p>' + " ".join(f'<span class="bar" style="display:inline-flex;width:12px"><span class="{c}" '
-                                    f'style="width:12px"></span></span> {t}' for c, t in (
-                                        ("m", "matched"), ("x", "missing"), ("e", "extra"), ("d", "mismatched"),
-                                        ("l", "lag"))) + "</p>")
-        out.append(_rows(["partition", "", "old", "new", "matched", "missing", "extra", "mismatched", "dup old",
-                          "dup new", "offsets", "window end", "lag old/new"],
-                         [[p["partition"], _bar(p), p["old_rows"], p["new_rows"], p["matched"], p["missing"],
-                           p["extra"], p["mismatched"], p["duplicates_old"], p["duplicates_new"],
-                           f"{p['min_offset']}..{p['max_offset']}" if p["min_offset"] is not None else "",
-                           p["window_end"] if p["window_end"] is not None else "",
-                           f"{p['old_ahead']}/{p['new_ahead']}"] for p in t["partitions"]]))
-        s = t["schema"]
-        out.append(f"<h3>Schema {_verdict(s['passed'])}</h3>")
-        out.append(_rows(["missing in new", "extra in new", "type changed", "nullability changed"],
-                         [[_e(s["missing_in_new"]), _e(s["extra_in_new"]), _e(s["type_changed"]),
-                           _e(s["nullability_changed"])]]))
-        for kind, samples in t["samples"].items():
-            if samples:
-                out.append(f"<h3>Samples: {kind}</h3>")
-                out.append(_rows(["partition", "offset / key", "details"],
-                                 [[x["partition"], _e(x["id"]), _e({k: v for k, v in x.items()
-                                                                    if k not in ("partition", "id")})]
-                                  for x in samples]))
-        if t["suites"]:
-            out.append("<h3>great-expectations suites</h3>")
-            out.append(_rows(["suite", "table", "", "expectation", "unexpected", "of"],
-                             [[_e(su["suite"]), _e(su["table"]), _verdict(ex["success"]),
-                               _e(f"{ex['type']} {json.dumps(ex['kwargs'], default=str)}"), ex["unexpected_count"],
-                               ex["element_count"]] for su in t["suites"] for ex in su["expectations"]]))
-    return "\n".join(out) + "\n"
+        body += _table_section(t)
+    return page.page(f"cutover verify {result['name']}: {'PASSED' if result['passed'] else 'FAILED'}", body)
 
 
 def write(verified: VerifyResult, folder: Path) -> Path:

@@ -68,7 +68,8 @@ def test_every_shipped_runbook_passes_on_the_sandbox(sandbox: Sandbox, ns: str, 
     assert result["passed"], (result["failed_step"], [(s["name"], s["outcome"]) for s in result["steps"]])
     assert [s["outcome"] for s in result["steps"]] == ["passed"] * len(rb.steps)
     assert result["sandbox"] and json.loads((tmp_path / "report" / "result.json").read_text())["passed"]
-    assert "<polyline" in (tmp_path / "report" / "report.html").read_text() or not result["samples"]
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert ('id="line2d_' in page or not result["samples"]) and "<b>PASSED</b>drill " in page
     assert _processes_mentioning(tmp_path / "report") == []  # nothing the drill started outlives it
 
 

@@ -21,7 +21,7 @@ def _verify_passed(d: Drill, _a: NoArgs) -> Detail:
     if not result.passed:
         raise ExpectationFailed("verify did not pass: " + "; ".join(
             f"{t.table}: {t.counts.as_dict()}" for t in result.tables if not t.passed))
-    return {"passed": True}
+    return {"passed": True, "tables": {t.table: t.counts.as_dict() for t in result.tables}}
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _exactly_once(d: Drill, a: ExactlyOnceArgs) -> Detail:
         deadline(a.within, "exactly once", check, every=2.0)
     except ExpectationFailed:
         raise ExpectationFailed(f"{a.where}: {found[0]}") from None
-    return {"records": sum(want.values())}
+    return {"records": sum(want.values()), "where": a.where, **({"table": a.table} if a.where == "tables" else {})}
 
 
 def _found(d: Drill, a: ExactlyOnceArgs, topics: list[str]) -> Counter[tuple[str, int]]:

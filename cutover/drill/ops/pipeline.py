@@ -189,4 +189,5 @@ def _replay(d: Drill, a: ReplayArgs) -> Detail:
     rebuilt = job.run(build, job.Options(cluster=a.cluster, start="earliest"), threading.Event())
     result = verify_run.verify(compare, verify_run.Options())
     d.verified = result
-    return {"rebuilt": {t.table: t.rows for t in rebuilt.tables}, "verify_passed": result.passed}
+    return {"rebuilt": {t.table: t.rows for t in rebuilt.tables}, "verify_passed": result.passed,
+            "tables": {t.table: t.counts.as_dict() for t in result.tables}}
