@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cutover.cli.options import catalog_option, output_option, plan_option
+from cutover.cli.options import catalog_option, output_option, plan_option, timeout_option
 from cutover.errors import CutoverError, UsageError
 from cutover.output import Format, emit
 
@@ -51,8 +51,9 @@ def _params(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--sandbox", "sandbox_dir", type=click.Path(file_okay=False),
               help="The local sandbox's folder, if not the default.")
 @output_option
+@timeout_option(whole=False)
 def run_cmd(runbook: str, plan_file: str, auto: bool, keep_going: bool, report_dir: str | None,
-            params: tuple[str, ...], sandbox_dir: str | None, fmt: Format) -> int:
+            params: tuple[str, ...], sandbox_dir: str | None, fmt: Format, timeout: float) -> int:
     """Run a runbook's steps against the plan's clusters, with live progress and a report."""
     from cutover.drill import model, runner
     from cutover.plan import load_plan
@@ -60,7 +61,7 @@ def run_cmd(runbook: str, plan_file: str, auto: bool, keep_going: bool, report_d
     rb = model.load(runbook, _params(params))  # a malformed runbook stops here, before anything runs
     plan = load_plan(plan_file)
     result = runner.run(rb, plan, runner.Options(auto, keep_going, Path(report_dir) if report_dir else None,
-                                                 Path(sandbox_dir) if sandbox_dir else None, _confirm))
+                                                 Path(sandbox_dir) if sandbox_dir else None, _confirm, timeout))
     emit(result, fmt, _render)
     if not result["passed"]:
         bad = result["failed_step"]
@@ -105,7 +106,9 @@ def show_cmd(runbook: str, params: tuple[str, ...]) -> int:
               help="Records produced in each phase (old cluster, new cluster, old again).")
 @catalog_option
 @output_option
-def demo_cmd(sandbox_dir: str | None, rate: int, records: int, catalog: str | None, fmt: Format) -> int:
+@timeout_option(whole=False)
+def demo_cmd(sandbox_dir: str | None, rate: int, records: int, catalog: str | None, fmt: Format,
+             timeout: float) -> int:
     """The whole migration on the local sandbox: traffic, mirror, shadow, verify, promote, rollback.
 
     Brings the sandbox up, runs runbooks/full-migration.yaml with --auto on a fresh demo plan,
@@ -113,7 +116,7 @@ def demo_cmd(sandbox_dir: str | None, rate: int, records: int, catalog: str | No
     """
     from cutover.drill import demo, runner
 
-    summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records, catalog)
+    summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records, catalog, timeout)
     emit(summary, fmt, demo.render)
     if not summary["passed"]:
         raise runner.DrillFailed(f"the demo failed; the report says where: {summary['report']}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cutover import process
+from cutover.common import NETWORK_TIMEOUT
 from cutover.drill.faults import ByHand, FaultInjector
 from cutover.drill.traffic import GroupConsumer, Traffic
 from cutover.plan import Plan, derive
@@ -67,6 +68,8 @@ class Drill:
     open_txn: Any | None = None
     #: where environment faults go: the sandbox, or ByHand (manual instructions) anywhere else
     faults: FaultInjector = field(default_factory=ByHand)
+    #: seconds to wait for any one answer from a cluster, the catalog or the storage (--timeout)
+    timeout: float = NETWORK_TIMEOUT
     _switch_plan: Plan | None = None
 
     @property
@@ -95,7 +98,7 @@ class Drill:
 
     def spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
         """A cutover command in the background (its own process group), logging to the drill folder."""
-        proc = process.spawn(list(args), self.folder / f"{name}.log")
+        proc = process.spawn([*args, "--timeout", str(self.timeout)], self.folder / f"{name}.log")
         self.procs[name] = proc
         return proc
 
@@ -171,17 +174,17 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
-            self.drill.samples.append(sample(self.drill.plan))
+            self.drill.samples.append(sample(self.drill.plan, min(5.0, self.drill.timeout)))
 
 
-def sample(plan: Plan) -> dict[str, Any]:
+def sample(plan: Plan, timeout: float = 5.0) -> dict[str, Any]:
     from cutover.errors import CutoverError
     from cutover.lake import tables
     from cutover.mirror import status as mirror_status
 
     out: dict[str, Any] = {"t": time.time()}
     try:
-        out["lag"] = mirror_status.status(plan, "forward", 5.0).lag
+        out["lag"] = mirror_status.status(plan, "forward", timeout).lag
     except CutoverError:
         out["lag"] = None
     fresh: dict[str, float | None] = {}

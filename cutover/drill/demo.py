@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from cutover import shipped
+from cutover.common import NETWORK_TIMEOUT
 from cutover.drill import model, runner
 from cutover.plan import Plan, derive, load_plan
 
-ROOT = Path(__file__).resolve().parents[2]
 RUNBOOK = model.RUNBOOKS / "full-migration.yaml"
 ORDERS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "order_id", "type": "string"},
           {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
@@ -31,7 +32,7 @@ def demo_plan(sandbox: Any, folder: Path, ns: str) -> Plan:
     base = load_plan(sandbox.plan_file).spec
     offsets = {"partition": "kafka_partition", "offset": "kafka_offset"}
     folder.mkdir(parents=True, exist_ok=True)
-    suite = ROOT / "checks" / "orders_basic.json"
+    suite = shipped.folder("checks") / "orders_basic.json"
     if suite.exists():
         (folder / "checks").mkdir(exist_ok=True)
         shutil.copy(suite, folder / "checks" / suite.name)
@@ -52,7 +53,8 @@ def demo_plan(sandbox: Any, folder: Path, ns: str) -> Plan:
         ])
 
 
-def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None = None) -> dict[str, Any]:
+def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None = None,
+        timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
     from cutover.local.sandbox import Sandbox
     from cutover.output import progress
 
@@ -65,7 +67,8 @@ def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None =
     folder = box.dir / "demo" / ns
     plan = demo_plan(box, folder, ns)
     rb = model.load(RUNBOOK, {"rate": str(rate), "records": str(records), "group": f"{ns}-billing"})
-    result = runner.run(rb, plan, runner.Options(auto=True, report_dir=folder / "report", sandbox_dir=box.dir))
+    result = runner.run(rb, plan, runner.Options(auto=True, report_dir=folder / "report", sandbox_dir=box.dir,
+                                                       timeout=timeout))
     return {"catalog": kind, **summary(result, folder)}
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cutover import shipped
 from cutover.errors import PlanError
 from cutover.plan.schema import Builder
 from cutover.plan.source import read_document
@@ -101,7 +102,7 @@ def _unknown_params(value: Any, params: dict[str, Any]) -> set[str]:
 
 
 #: The runbooks that come with cutover: `drill show full-migration` finds runbooks/full-migration.yaml.
-RUNBOOKS = Path(__file__).resolve().parents[2] / "runbooks"
+RUNBOOKS = shipped.folder("runbooks")
 
 
 def find(file: str | Path) -> Path:

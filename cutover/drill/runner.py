@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cutover.common import NETWORK_TIMEOUT
 from cutover.drill import report
 from cutover.drill.context import Drill, Sampler, StepResult
 from cutover.drill.faults import ByHand
@@ -42,6 +43,8 @@ class Options:
     sandbox_dir: Path | None = None
     #: Asks a person whether a manual step is done (the CLI's prompt); without one, a manual step needs --auto.
     confirm: Callable[[str], bool] | None = None
+    #: seconds to wait for any one answer from a cluster, the catalog or the storage
+    timeout: float = NETWORK_TIMEOUT
 
 
 def sandbox_for(plan: Plan, folder: Path | None) -> Sandbox | None:
@@ -70,7 +73,8 @@ def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
     folder = opts.report_dir or Path.cwd() / "drill-reports" / f"{runbook.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
     box = sandbox_for(plan, opts.sandbox_dir)
-    drill = Drill(plan, folder.absolute(), box, opts.auto, opts.confirm, faults=box if box is not None else ByHand())
+    drill = Drill(plan, folder.absolute(), box, opts.auto, opts.confirm, faults=box if box is not None else ByHand(),
+                  timeout=opts.timeout)
     if not drill.faults.automatic:
         progress("note: the plan's clusters are not the local sandbox's: sandbox faults become manual steps")
     started = time.time()

@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cutover import shipped
 from cutover.errors import UsageError
 from cutover.plan import Plan
 
@@ -24,7 +25,7 @@ log = logging.getLogger("cutover.verify")
 
 def suite_file(plan: Plan, name: str) -> Path:
     places = [plan.base_dir / "checks" / f"{name}.json", Path.cwd() / "checks" / f"{name}.json"]
-    for place in places:
+    for place in [*places, shipped.folder("checks") / f"{name}.json"]:  # last: the suites cutover ships
         if place.is_file():
             return place
     raise UsageError(f"great-expectations suite {name!r} (tables[].checks) was not found",

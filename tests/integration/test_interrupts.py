@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import wait_for
 
+RUNBOOKS = Path(__file__).resolve().parents[2] / "runbooks"
 HUNG_PAST = 12.0  # seconds: a command still running this long after Ctrl-C (or past its --timeout) ignored it
 
 
@@ -71,6 +72,7 @@ COMMANDS = {
     "promote": ["promote", "--execute"],
     "mirror": ["mirror"],
     "shadow": ["shadow"],
+    "drill": ["drill", "run", str(RUNBOOKS / "mirror-crash-and-resume.yaml"), "--auto"],
 }
 
 
@@ -105,7 +107,7 @@ def test_sigterm_then_ctrl_c_ends_a_mirror_stuck_in_its_clean_stop(tmp_path: Pat
     assert "interrupted: did not end within 1s of Ctrl-C, stopped" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", [c for c in COMMANDS if c not in ("promote", "mirror", "shadow")])
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c not in ("promote", "mirror", "shadow", "drill")])
 def test_timeout_bounds_a_one_shot_command(command: str, tmp_path: Path, hung_host: tuple[int, list[object]]) -> None:
     port, _connections = hung_host
     proc = _start([*COMMANDS[command], "--plan", str(_plan(tmp_path, port)), "--timeout", "2"], tmp_path)
@@ -114,6 +116,20 @@ def test_timeout_bounds_a_one_shot_command(command: str, tmp_path: Path, hung_ho
     said = out + err
     assert f"127.0.0.1:{port}" in said or "did not finish within its --timeout of 2s" in said, said
     assert "Traceback" not in err
+
+
+def test_a_drill_waits_on_a_cluster_no_longer_than_its_timeout(tmp_path: Path,
+                                                                hung_host: tuple[int, list[object]]) -> None:
+    """--timeout bounds each wait of a drill's steps (and of the mirror and shadow it starts): a cluster that
+    never answers fails the step that asked it, named, and the drill stops with its report."""
+    port, _connections = hung_host
+    proc = _start([*COMMANDS["drill"], "--plan", str(_plan(tmp_path, port)), "--report", str(tmp_path / "r"),
+                   "--timeout", "2"], tmp_path)
+    out, err = _end(proc, tmp_path)
+    assert proc.returncode == 4, (out, err)
+    assert "drill mirror-crash-and-resume failed at step 1" in err and f"127.0.0.1:{port}" in err, err
+    assert "Traceback" not in err and "a bug in cutover" not in err
+    assert (tmp_path / "r" / "report.html").is_file()
 
 
 def test_a_mirror_started_with_sigint_ignored_keeps_ignoring_it(tmp_path: Path,

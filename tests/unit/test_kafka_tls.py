@@ -11,6 +11,7 @@ import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -118,6 +119,24 @@ def test_a_failed_handshake_is_named(tmp_path: Path, listener: dict[str, object]
     assert found is not None
     text = " ".join(found)
     assert all(w in text for w in words), text
+
+
+def test_a_certificate_kafka_accepts_is_not_called_untrusted_under_strict_x509(
+        tmp_path: Path, listener: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python 3.13 verifies in X.509 strict mode by default; librdkafka does not. These test certificates lack
+    an authority key identifier, which strict mode refuses: the diagnosis must still find nothing wrong."""
+    default = ssl.create_default_context
+
+    def strict(*args: Any, **kwargs: Any) -> ssl.SSLContext:  # what 3.13's default context does
+        ctx = default(*args, **kwargs)
+        ctx.verify_flags |= ssl.VERIFY_X509_STRICT
+        return ctx
+
+    monkeypatch.setattr(ssl, "create_default_context", strict)
+    ca = _ca(tmp_path, "sandbox-ca")
+    bootstrap = listener["serve"](*_server_cert(tmp_path, ca, LOOPBACK, NOW + dt.timedelta(days=5)))  # type: ignore[operator]
+    assert tls.diagnose({"bootstrap.servers": bootstrap, "security.protocol": "SSL", "ssl.ca.location": str(ca[2])}) \
+        is None
 
 
 def test_a_plaintext_client_at_a_tls_listener_is_told_so(tmp_path: Path, listener: dict[str, object]) -> None:

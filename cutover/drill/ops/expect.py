@@ -38,7 +38,7 @@ def _lag_below(d: Drill, a: LagArgs) -> Detail:
     seen: list[int] = []
 
     def check() -> bool:
-        seen.append(status.status(d.plan, a.direction, 5.0).lag)
+        seen.append(status.status(d.plan, a.direction, min(5.0, d.timeout)).lag)
         return seen[-1] <= a.records
 
     try:
@@ -189,7 +189,7 @@ def _switch_refused(d: Drill, a: RefusedArgs) -> Detail:
         plan = derive(plan.file, d.folder / "switch-plan-refused.yaml", switch=switch)
     before = routing.active(plan)
     try:
-        runner.execute(plan, a.action, runner.Options())
+        runner.execute(plan, a.action, runner.Options(timeout=d.timeout))
     except CutoverError as exc:
         if exc.exit_code != ExitCode.REFUSED or a.reason not in exc.message:
             raise ExpectationFailed(f"cutover {a.action} failed, but not with the refusal expected: "

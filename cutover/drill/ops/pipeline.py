@@ -38,7 +38,7 @@ def _start(d: Drill, name: Literal["mirror", "shadow"], args: list[str], ready: 
 def _mirror_catch_up(d: Drill, _a: NoArgs) -> Detail:
     from cutover.mirror import runner
 
-    s = runner.run(d.plan, runner.Options(until_caught_up=True), threading.Event())
+    s = runner.run(d.plan, runner.Options(until_caught_up=True, timeout=d.timeout), threading.Event())
     return {"records": s.records, "gaps": s.as_dict()["gaps"]}
 
 
@@ -61,7 +61,8 @@ class ShadowArgs:
 def _shadow_run(d: Drill, a: ShadowArgs) -> Detail:
     from cutover.shadow import job
 
-    s = job.run(d.plan, job.Options(cluster=a.cluster, table=a.table, canonical=a.canonical), threading.Event())
+    opts = job.Options(cluster=a.cluster, table=a.table, canonical=a.canonical, timeout=d.timeout)
+    s = job.run(d.plan, opts, threading.Event())
     return {"tables": {t.table: t.rows for t in s.tables}}
 
 
@@ -72,9 +73,9 @@ def _legacy_run(d: Drill, _a: NoArgs) -> Detail:
     from cutover.shadow import job
 
     if all(tables.exists(d.plan, p.old) for p in d.plan.spec.tables):
-        s = job.run(d.plan, job.Options(cluster="old", canonical=True), threading.Event())
+        s = job.run(d.plan, job.Options(cluster="old", canonical=True, timeout=d.timeout), threading.Event())
     else:
-        s = job.run(_legacy_plan(d), job.Options(cluster="old"), threading.Event())
+        s = job.run(_legacy_plan(d), job.Options(cluster="old", timeout=d.timeout), threading.Event())
     return {"tables": {t.table: t.rows for t in s.tables}}
 
 
@@ -144,14 +145,14 @@ def run_verify(d: Drill) -> VerifyResult:
     """Verify the plan's tables now; the result is kept for the expectations."""
     from cutover.verify import run as verify_run
 
-    d.verified = verify_run.verify(d.plan, verify_run.Options())
+    d.verified = verify_run.verify(d.plan, verify_run.Options(timeout=d.timeout))
     return d.verified
 
 
 def _switch(d: Drill, action: Literal["promote", "rollback"]) -> Detail:
     from cutover.switch import runner
 
-    result = runner.execute(d.switch_plan(), action, runner.Options())
+    result = runner.execute(d.switch_plan(), action, runner.Options(timeout=d.timeout))
     frozen = result.freeze_window
     return {"phase": result.phase, "freeze_window": frozen.as_dict() if frozen else None,
             "carried_back": result.carried_back}
@@ -186,8 +187,8 @@ def _replay(d: Drill, a: ReplayArgs) -> Detail:
         for p in d.plan.spec.tables])
     build = derive(d.plan.file, d.folder / "replay-build.yaml", tables=[
         {**_pair(p), "new": p.new + "_replay", "old": p.new + "_replay_unused"} for p in d.plan.spec.tables])
-    rebuilt = job.run(build, job.Options(cluster=a.cluster, start="earliest"), threading.Event())
-    result = verify_run.verify(compare, verify_run.Options())
+    rebuilt = job.run(build, job.Options(cluster=a.cluster, start="earliest", timeout=d.timeout), threading.Event())
+    result = verify_run.verify(compare, verify_run.Options(timeout=d.timeout))
     d.verified = result
     return {"rebuilt": {t.table: t.rows for t in rebuilt.tables}, "verify_passed": result.passed,
             "tables": {t.table: t.counts.as_dict() for t in result.tables}}

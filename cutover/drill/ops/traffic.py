@@ -39,16 +39,17 @@ def _create_topics(d: Drill, topics: list[str], partitions: int) -> None:
     from confluent_kafka.admin import NewTopic
 
     from cutover.kafka.clients import ClusterRef, admin
+    from cutover.kafka.inspect import partition_counts
     from cutover.kafka.offsets import wait_all
     from cutover.switch import routing
 
     side = routing.active(d.switch_plan())
     ref = ClusterRef.of(d.plan, side)
+    have = partition_counts(ref, d.timeout)  # a cluster that does not answer is named, within --timeout
     client = admin(ref)
-    have = client.list_topics(timeout=30).topics
     new = [NewTopic(t, partitions, 1 if d.sandbox else -1) for t in topics if t not in have]
     if new:
-        wait_all(ref, client, client.create_topics(new), "creating the drill's topics", 30)
+        wait_all(ref, client, client.create_topics(new), "creating the drill's topics", d.timeout)
 
 
 @dataclass(frozen=True)
