@@ -48,6 +48,15 @@ def _decorate(f: Any) -> Any:
                      "URI (sqlite:///..., postgresql+psycopg2://...)."),
         click.option("--catalog-name", default="lake", show_default=True, help="The catalog's name (also Spark's)."),
         click.option("--warehouse", metavar="LOCATION", help="The catalog's warehouse (s3://..., file:///...)."),
+        click.option("--storage", metavar="s3://BUCKET/PREFIX", help="Where the warehouse's files live on S3 "
+                     "(default: --warehouse when it is s3://)."),
+        click.option("--s3-endpoint", metavar="URL", help="An S3-compatible server's endpoint (leave out for AWS S3)."),
+        click.option("--s3-region", metavar="REGION", help="The storage's region."),
+        click.option("--s3-path-style", is_flag=True, help="Bucket in the path (most S3-compatible servers)."),
+        click.option("--s3-key-var", metavar="VAR", default="S3_ACCESS_KEY", show_default=True,
+                     help="The variable holding the access key id; '' for the AWS SDK's own chain (role, profile)."),
+        click.option("--s3-secret-var", metavar="VAR", default="S3_SECRET_KEY", show_default=True,
+                     help="The variable holding the secret access key."),
         click.option("--env-file", metavar="FILE", help="A KEY=VALUE file for the plan's ${VAR}s (the passwords)."),
         click.option("--force", is_flag=True, help="Overwrite FILE if it exists."),
         click.option("--no-check", is_flag=True, help="Only write the plan; do not run plan check on it."),
@@ -67,8 +76,9 @@ def _ask(value: str | None, flag: str, question: str) -> str:
 
 @_decorate
 def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[str, ...], tables: tuple[str, ...],
-             catalog_uri: str | None, catalog_name: str, warehouse: str | None, env_file: str | None, force: bool,
-             no_check: bool, fmt: Format, timeout: float, **sides: Any) -> int:
+             catalog_uri: str | None, catalog_name: str, warehouse: str | None, storage: str | None,
+             s3_endpoint: str | None, s3_region: str | None, s3_path_style: bool, s3_key_var: str, s3_secret_var: str,
+             env_file: str | None, force: bool, no_check: bool, fmt: Format, timeout: float, **sides: Any) -> int:
     """Write a commented migration plan from these answers, then run plan check on it.
 
     Missing bootstrap servers are asked for at a terminal. Passwords are never asked for
@@ -80,7 +90,7 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
     from cutover import probe
     from cutover.errors import PlanError
     from cutover.plan import load_plan
-    from cutover.plan.init import Answers, Cluster, Table
+    from cutover.plan.init import S3, Answers, Cluster, Table
 
     target = Path(plan_file)
     if target.exists() and not force:
@@ -102,9 +112,23 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
             security=security, mechanism=sides[f"{side}_sasl_mechanism"], user=user,
             password_var=sides[f"{side}_password_var"],
             ca=str(Path(sides[f"{side}_ca"]).resolve()) if sides[f"{side}_ca"] else None)
+    location = storage or (warehouse if warehouse and warehouse.startswith(("s3://", "s3a://")) else None)
+    if location is not None and not location.startswith(("s3://", "s3a://")):
+        raise UsageError(f"--storage {location}: not an s3:// location", fix="give s3://BUCKET/PREFIX")
+    if location is None and (s3_endpoint or s3_region or s3_path_style):
+        raise UsageError("--s3-endpoint, --s3-region and --s3-path-style need S3 storage",
+                         fix="give --storage s3://BUCKET/PREFIX (or an s3:// --warehouse)")
+    if location is not None and not catalog_uri:
+        raise UsageError("--storage needs a catalog", fix="give --catalog-uri too")
+    if bool(s3_key_var) != bool(s3_secret_var):
+        raise UsageError("--s3-key-var and --s3-secret-var go together",
+                         fix="give both, or both as '' for the AWS SDK's own credentials")
+    s3 = S3(location, s3_endpoint, s3_region, s3_path_style, s3_key_var or None, s3_secret_var or None) \
+        if location else None
     answers = Answers(name=name, old=clusters["old"], new=clusters["new"], topics=list(topics) or [".*"],
                       groups=list(groups) or [".*"], tables=[Table.parse(t) for t in tables],
-                      catalog_uri=catalog_uri, catalog_name=catalog_name, warehouse=warehouse, env_file=env_file)
+                      catalog_uri=catalog_uri, catalog_name=catalog_name, warehouse=warehouse, env_file=env_file,
+                      storage=s3)
     if answers.tables and not catalog_uri:
         raise UsageError("--table needs a catalog", fix="give --catalog-uri (and --warehouse) too")
     text = _render_checked(answers, target)

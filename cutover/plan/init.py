@@ -56,6 +56,36 @@ class Table:
 
 
 @dataclass(frozen=True)
+class S3:
+    """Where the warehouse's files live on S3-compatible storage, and how to reach it."""
+
+    location: str  # s3://bucket/prefix
+    endpoint: str | None = None  # None: AWS S3 itself
+    region: str | None = None
+    path_style: bool = False
+    #: the environment variables holding the keys (None: the AWS SDK's own chain: its variables, a profile, a role)
+    key_var: str | None = "S3_ACCESS_KEY"
+    secret_var: str | None = "S3_SECRET_KEY"
+
+    def variables(self) -> list[str]:
+        return [v for v in (self.key_var, self.secret_var) if v]
+
+    def properties(self) -> list[tuple[str, str, str]]:
+        """(key, value as YAML, comment) for catalog.properties."""
+        out = []
+        if self.endpoint:
+            out.append(("s3.endpoint", _q(self.endpoint), "an S3-compatible server (leave out for AWS S3)"))
+        if self.key_var and self.secret_var:
+            out += [("s3.access-key-id", f'"${{{self.key_var}}}"', "from the environment or env_file, never here"),
+                    ("s3.secret-access-key", f'"${{{self.secret_var}}}"', "")]
+        if self.path_style:
+            out.append(("s3.path-style-access", '"true"', "bucket in the path, as most S3-compatible servers want"))
+        if self.region:
+            out.append(("s3.region", _q(self.region), ""))
+        return out
+
+
+@dataclass(frozen=True)
 class Answers:
     name: str
     old: Cluster
@@ -67,10 +97,12 @@ class Answers:
     catalog_name: str = "lake"
     warehouse: str | None = None
     env_file: str | None = None
+    storage: S3 | None = None
 
     def variables(self) -> list[str]:
-        """The environment variables the plan refers to (the passwords)."""
-        return [c.password_var for c in (self.old, self.new) if c.security.startswith("SASL") and c.password_var]
+        """The environment variables the plan refers to (the passwords and the storage keys)."""
+        return [c.password_var for c in (self.old, self.new) if c.security.startswith("SASL") and c.password_var] \
+            + (self.storage.variables() if self.storage else [])
 
 
 def _q(value: str) -> str:
@@ -119,4 +151,11 @@ def render(a: Answers) -> str:
                   f"  name: {_q(a.catalog_name)}", f"  type: {kind}", f"  uri: {_q(a.catalog_uri)}"]
         if a.warehouse:
             lines.append(f"  warehouse: {_q(a.warehouse)}")
+        if a.storage:
+            lines.append(f"  storage: {_q(a.storage.location)}   # where the table files live: plan check writes a "
+                         "probe object here")
+            props = a.storage.properties()
+            if props:
+                lines.append("  properties:                     # for pyiceberg and Spark (S3FileIO) alike")
+                lines += [f"    {k}: {v}" + (f"   # {note}" if note else "") for k, v, note in props]
     return "\n".join(lines) + "\n"

@@ -21,7 +21,8 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 def test_a_sasl_ssl_plan_is_written_commented_with_the_password_as_a_variable(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OLD_KAFKA_PASSWORD", raising=False)
+    for var in ("OLD_KAFKA_PASSWORD", "S3_ACCESS_KEY", "S3_SECRET_KEY"):
+        monkeypatch.delenv(var, raising=False)
     plan = tmp_path / "plan.yaml"
     code, out, err = run(["init", "--plan", str(plan), "--name", "orders-move",
                           "--old-bootstrap", "kafka-old-1:9093,kafka-old-2:9093", "--old-security", "SASL_SSL",
@@ -30,13 +31,14 @@ def test_a_sasl_ssl_plan_is_written_commented_with_the_password_as_a_variable(
                           "--topics", "orders", "--topics", "payments\\..*", "--groups", "billing-.*",
                           "--table", "orders=legacy.orders:cutover.orders",
                           "--catalog-uri", "http://catalog:8181", "--warehouse", "s3://lake/wh"], capsys)
-    # the password variable is not set: written, not checked, not ready
+    # the password and storage key variables are not set: written, not checked, not ready
     assert code == 3, err
-    assert f"wrote {plan}; not checked: set OLD_KAFKA_PASSWORD (or give --env-file)" in out
+    assert (f"wrote {plan}; not checked: set OLD_KAFKA_PASSWORD, S3_ACCESS_KEY, S3_SECRET_KEY (or give --env-file)"
+            in out)
     text = plan.read_text()
     assert text.startswith("# A cutover migration plan, written by `cutover init`.")
     assert 'sasl.password: "${OLD_KAFKA_PASSWORD}"' in text
-    loaded = load_plan(plan, environ={"OLD_KAFKA_PASSWORD": "pw"})
+    loaded = load_plan(plan, environ={"OLD_KAFKA_PASSWORD": "pw", "S3_ACCESS_KEY": "k", "S3_SECRET_KEY": "s"})
     assert loaded.name == "orders-move"
     assert dict(loaded.cluster("old")) == {
         "bootstrap.servers": "kafka-old-1:9093,kafka-old-2:9093", "security.protocol": "SASL_SSL",
@@ -47,6 +49,31 @@ def test_a_sasl_ssl_plan_is_written_commented_with_the_password_as_a_variable(
     assert [(t.topic, t.old, t.new) for t in loaded.spec.tables] == [("orders", "legacy.orders", "cutover.orders")]
     assert loaded.spec.catalog is not None and loaded.spec.catalog.type == "rest"
     assert yaml.safe_load(text)["catalog"]["warehouse"] == "s3://lake/wh"
+    assert loaded.spec.catalog.storage == "s3://lake/wh"  # the s3:// warehouse is where plan check probes
+    assert loaded.spec.catalog.properties == {"s3.access-key-id": "k", "s3.secret-access-key": "s"}
+
+
+def test_s3_storage_is_written_with_its_endpoint_and_keys_as_variables(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "plan.yaml"
+    code, _out, err = run(["init", "--plan", str(plan), "--old-bootstrap", "o:1", "--new-bootstrap", "n:1",
+                           "--catalog-uri", "https://rest.example/api/catalog", "--warehouse", "analytics",
+                          "--storage", "s3://lake-bucket/warehouse", "--s3-endpoint", "https://s3.example",
+                          "--s3-region", "eu-west-1", "--s3-path-style", "--s3-key-var", "LAKE_KEY",
+                          "--s3-secret-var", "LAKE_SECRET", "--no-check"], capsys)
+    assert code == 0, err
+    text = plan.read_text()
+    assert 's3.access-key-id: "${LAKE_KEY}"' in text and "never here" in text
+    c = load_plan(plan, environ={"LAKE_KEY": "k", "LAKE_SECRET": "s"}).spec.catalog
+    assert c is not None and (c.warehouse, c.storage) == ("analytics", "s3://lake-bucket/warehouse")
+    assert c.properties == {"s3.endpoint": "https://s3.example", "s3.access-key-id": "k",
+                            "s3.secret-access-key": "s", "s3.path-style-access": "true", "s3.region": "eu-west-1"}
+    # the AWS SDK's own credentials (a role): no key in the plan at all
+    run(["init", "--plan", str(plan), "--force", "--old-bootstrap", "o:1", "--new-bootstrap", "n:1",
+         "--catalog-uri", "sqlite:////tmp/c.db", "--warehouse", "s3://b/w", "--s3-key-var", "", "--s3-secret-var",
+         "", "--no-check"], capsys)
+    c = load_plan(plan).spec.catalog
+    assert c is not None and c.storage == "s3://b/w" and not c.properties
 
 
 @pytest.mark.parametrize(("argv", "words"), [
@@ -58,7 +85,14 @@ def test_a_sasl_ssl_plan_is_written_commented_with_the_password_as_a_variable(
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--name", "a/b"], ["'a/b' cannot name a plan"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--old-security", "SASL_PLAINTEXT"],
      ["cutover init needs --old-user"]),
-], ids=["no-bootstrap", "bad-table", "table-without-catalog", "bad-name", "sasl-without-user"])
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--s3-endpoint", "http://s3"], ["need S3 storage"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "http://c", "--storage", "/data"],
+     ["--storage /data: not an s3:// location"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--storage", "s3://b/w"], ["--storage needs a catalog"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "http://c", "--storage", "s3://b/w",
+      "--s3-key-var", ""], ["--s3-key-var and --s3-secret-var go together"]),
+], ids=["no-bootstrap", "bad-table", "table-without-catalog", "bad-name", "sasl-without-user", "s3-without-storage",
+        "storage-not-s3", "storage-without-catalog", "one-key-var"])
 def test_bad_answers_write_nothing(argv: list[str], words: list[str], tmp_path: Path,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["init", "--plan", str(tmp_path / "plan.yaml"), "--no-check", *argv], capsys)
