@@ -11,13 +11,22 @@ drills' `table.maintain` step runs this, so a runbook can rehearse it.
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cutover.errors import UsageError
+from cutover.output import progress
 from cutover.plan import Plan
+
+T = TypeVar("T")
 
 #: Iceberg's remove_orphan_files procedure refuses a shorter interval.
 MIN_ORPHAN_AGE = 86400.0
+#: How Iceberg's REST catalog answers a commit that lost a race with another writer's (here: the shadow's)
+#: when both took the same sequence number: a 400 "Malformed request" instead of the retryable 409 commit
+#: conflict (apache/iceberg#15001), so Iceberg's own commit retry never sees it.
+LOST_RACE = "older than last sequence number"
+ATTEMPTS = 5
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,7 +49,8 @@ def maintain(spark: SparkSession, plan: Plan, table: str, orphan_age: float) -> 
     now = dt.datetime.now(dt.UTC)
 
     def call(procedure: str, args: str) -> dict[str, Any]:
-        rows = spark.sql(f"CALL `{cat}`.system.{procedure}(table => '{name}', {args})").collect()
+        rows = retry_lost_race(lambda: spark.sql(f"CALL `{cat}`.system.{procedure}(table => '{name}', {args})"
+                                                 ).collect(), f"{procedure} on {name}")
         return rows[0].asDict() if rows else {}
 
     def at(moment: dt.datetime) -> str:  # the session's time zone is UTC (cutover.lake.spark)
@@ -59,3 +69,18 @@ def maintain(spark: SparkSession, plan: Plan, table: str, orphan_age: float) -> 
             "expired_data_files": int(expire.get("deleted_data_files_count", 0)),
             "expired_manifest_lists": int(expire.get("deleted_manifest_lists_count", 0)),
             "orphan_files_removed": [r.orphan_file_location for r in orphans]}
+
+
+def retry_lost_race(run: Callable[[], T], what: str, attempts: int = ATTEMPTS) -> T:
+    """Run a maintenance procedure again when its commit lost a race that the REST catalog reports as a bad
+    request (LOST_RACE): the failed commit was not applied and its new files were cleaned up, so running it
+    again is what Iceberg's own retry would have done. Any other failure, or the last attempt's, is raised."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return run()
+        except Exception as exc:
+            if LOST_RACE not in str(exc) or attempt == attempts:
+                raise
+            progress(f"{what}: its commit lost a race with another writer's (attempt {attempt} of {attempts}); "
+                     "running it again")
+    raise AssertionError("unreachable")
