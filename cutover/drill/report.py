@@ -74,7 +74,8 @@ def marks(r: dict[str, Any]) -> tuple[list[charts.Event], list[charts.Span]]:
     expected."""
     events: list[charts.Event] = []
     spans: list[charts.Span] = []
-    for sw in _switches(r):
+    switches = _switches(r)
+    for sw in switches:
         at = sw["switched"] or sw["step"]["ended"] or sw["step"]["started"]
         events.append(charts.Event(at, sw["action"] if sw["ok"] else f"{sw['action']} ({sw['step']['outcome']})"))
         if sw["frozen"] is not None:
@@ -82,7 +83,7 @@ def marks(r: dict[str, Any]) -> tuple[list[charts.Event], list[charts.Span]]:
     for s in r["steps"]:
         if s["kind"] == "fault":
             events.append(charts.Event(s["started"], f"fault (step {s['number']})", "fault"))
-    promoted = [sw["switched"] for sw in _switches(r) if sw["action"] == "promote" and sw["ok"] and sw["switched"]]
+    promoted = [sw["switched"] for sw in switches if sw["action"] == "promote" and sw["ok"] and sw["switched"]]
     if promoted:
         spans.append(charts.Span(promoted[0], max(r["ended"], r["started"] + 1), EXPECTED_LAG, "expected"))
     return events, spans
