@@ -173,6 +173,12 @@ def _start_rest(spec: CatalogSpec, storage: StorageSpec, secrets: dict[str, str]
         "CATALOG_URI": f"jdbc:sqlite:{spec.data_dir}?journal_mode=WAL&busy_timeout=30000",
         "CATALOG_JDBC_USER": "iceberg",  # SQLite ignores them; the JDBC catalog asks for them
         "CATALOG_JDBC_PASSWORD": "iceberg",
+        # One connection to SQLite. Started over a catalog it kept, Iceberg's JdbcCatalog (up to
+        # 1.10) leaves the read it checked its tables with open on a pooled connection
+        # (apache/iceberg#15462); once another connection writes, every write on that one fails
+        # with SQLITE_BUSY_SNAPSHOT for good, a 500 to each client. SQLite takes one writer at a
+        # time anyway; with a single connection no read of it can go stale.
+        "CATALOG_CLIENTS": "1",
         "CATALOG_WAREHOUSE": f"s3://{BUCKET}/",
         "CATALOG_IO__IMPL": "org.apache.iceberg.aws.s3.S3FileIO",
         "CATALOG_S3_ENDPOINT": storage.endpoint,

@@ -94,6 +94,46 @@ def test_the_catalog_and_storage_servers_show_in_status_stop_start_and_keep_thei
     assert table.scan().to_arrow().sort_by("id").to_pylist() == data.to_pylist()
 
 
+def test_a_restarted_catalog_serves_concurrent_writers(servers: Sandbox, ns: str) -> None:
+    """A catalog server started over the catalog it kept (the sandbox's REST server on SQLite:
+    Iceberg's JdbcCatalog leaves a read of the database open on the connection it checked its
+    tables with, apache/iceberg#15462) must not refuse writes once two clients commit at once:
+    a shadow, a drill's old pipeline and verify share it. Every commit lands, in order."""
+    box = servers
+    assert _local(box, "stop", "catalog", "--kill") == "catalog: killed"
+    assert _local(box, "start", "catalog") == "catalog: running"
+    plan = load_plan(box.plan_file)
+    assert plan.spec.catalog is not None
+    schema = pa.schema([("n", pa.int64())])
+    failures: list[str] = []
+
+    def writer(i: int) -> None:
+        lake = catalog.load(plan.spec.catalog)  # type: ignore[arg-type]
+        try:
+            lake.create_namespace_if_not_exists(f"{ns}_{i}")
+            table = lake.create_table(f"{ns}_{i}.t", schema=schema)
+            for n in range(12):
+                table = lake.load_table(f"{ns}_{i}.t")
+                table.append(pa.table({"n": [n]}, schema=schema))
+                lake.create_namespace_if_not_exists(f"{ns}_{i}_{n}")
+        except Exception as exc:  # every failure is collected and shown
+            failures.append(f"writer {i}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a writer did not finish in 300 s"
+    assert failures == []
+    lake = catalog.load(plan.spec.catalog)
+    for i in range(4):
+        table = lake.load_table(f"{ns}_{i}.t")
+        assert sorted(table.scan().to_arrow()["n"].to_pylist()) == list(range(12))
+        assert len(table.snapshots()) == 12
+        assert [lake.namespace_exists(f"{ns}_{i}_{n}") for n in range(12)] == [True] * 12
+
+
 def test_up_again_starts_only_what_is_down(servers: Sandbox) -> None:
     box = servers
     before = _status(box)
