@@ -34,9 +34,14 @@ class Effects(Protocol):
     def hand_back(self, pair: TablePair) -> Detail: ...
 
 
+#: Evaluates the preconditions again (after a hold) and raises Refused if one no longer holds.
+Recheck = Callable[[], Detail]
+
+
 class Live:
-    def __init__(self, plan: Plan, action: str, run: str, timeout: float) -> None:
+    def __init__(self, plan: Plan, action: str, run: str, timeout: float, recheck: Recheck | None = None) -> None:
         self.plan, self.action, self.run, self.timeout = plan, action, run, timeout
+        self.recheck = recheck
         #: set by the walker: the step running now (for hook environments)
         self.step = ""
 
@@ -49,7 +54,12 @@ class Live:
         return done
 
     def hold(self) -> Detail:
-        return waits.hold(self.plan)
+        detail = waits.hold(self.plan)
+        if detail["held"] and self.recheck is not None:
+            # Hours may have passed: the last verify aged, the mirror fell behind, consumers joined.
+            progress("  released: checking every precondition again")
+            detail.update(self.recheck())
+        return detail
 
     def quiet(self, side: ClusterSide) -> Detail:
         return waits.cluster_quiet(self.plan, side, self.timeout)
@@ -141,7 +151,8 @@ class DryRun:
         flag = waits.postponed(self.plan)
         if flag is None:
             return self._would("no postpone file in the plan: go on at once")
-        return self._would(f"hold while {flag} exists (it {'exists now' if flag.exists() else 'does not exist now'})")
+        return self._would(f"hold while {flag} exists (it {'exists now' if flag.exists() else 'does not exist now'}); "
+                           "once released, evaluate every precondition again and refuse if one no longer holds")
 
     def quiet(self, side: ClusterSide) -> Detail:
         g = self.plan.spec

@@ -41,7 +41,7 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
     if not locked:
         out.append(checks.lock_free(plan))
     out.append(checks.hooks_runnable(plan))
-    if history.started_steps(action):
+    if history.started_steps(action) - {steps.HOLD}:
         return out  # a re-run continues an attempt whose preconditions held when it began
     if action == "promote":
         if plan.spec.tables:
@@ -76,10 +76,10 @@ def explain(plan: Plan, action: Action, opts: Options) -> Explanation:
     return Explanation(action, plan.name, history.phase(), tuple(outcomes), tuple(listed))
 
 
-def refusal(action: str, outcomes: list[checks.Outcome]) -> Refused:
+def refusal(action: str, outcomes: list[checks.Outcome], when: str = "") -> Refused:
     failed = [o for o in outcomes if o.refusal]
     lines = "\n".join(f"  - {o.name}: {o.refusal}" for o in failed)
-    return Refused(f"{action} refused by {len(failed)} precondition(s):\n{lines}",
+    return Refused(f"{action} refused{when} by {len(failed)} precondition(s):\n{lines}",
                    fix=f"fix what each says, then run cutover {action} again (--dry-run checks without acting)")
 
 
@@ -97,7 +97,7 @@ def execute(plan: Plan, action: Action, opts: Options) -> SwitchResult:
         run = uuid.uuid4().hex[:12]
         done = history.done_steps(action)
         j.append("begin", action=action, run=run, mode="execute", steps=[s.name for s in todo])
-        fx = Live(plan, action, run, opts.timeout)
+        fx = Live(plan, action, run, opts.timeout, recheck=lambda: _recheck(plan, action, history, opts))
         for i, step in enumerate(todo, 1):
             if step.name in done:
                 progress(f"[{i}/{len(todo)}] {step.name}: done earlier ({done[step.name].seconds}s)")
@@ -108,6 +108,14 @@ def execute(plan: Plan, action: Action, opts: Options) -> SwitchResult:
         j.append("end", action=action, run=run, outcome="done", detail=summary)
     _quietly(lambda: fx.hook("on_success"), "on_success")
     return _result(plan, action, j.history, run)
+
+
+def _recheck(plan: Plan, action: Action, history: History, opts: Options) -> dict[str, Any]:
+    """After a hold: the preconditions the attempt began under, evaluated again now."""
+    outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=True))
+    if any(o.refusal for o in outcomes):
+        raise refusal(action, outcomes, when=" when the hold was released")
+    return {"rechecked": [o.name for o in outcomes]}
 
 
 def _one(j: Journal, fx: Live, run: str, step: steps.Step, action: str) -> None:

@@ -20,6 +20,8 @@ from cutover.switch.journal import History
 #: Once this step of promote has started, clients may write to the new cluster.
 POINT_OF_NO_RETURN = "switch-clients"
 FREEZE_STARTS, FREEZE_ENDS = "freeze-producers", "switch-clients"
+#: Promote's first step: it changes nothing, so an attempt that stopped there begins again.
+HOLD = "hold"
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,8 @@ def _reopen() -> Step:
 def promote(plan: Plan) -> list[Step]:
     quiet = f"{plan.spec.gates.quiet_period:.0f}s"
     steps = [
-        Step("hold", "hold while the postpone file exists", lambda fx: fx.hold()),
+        Step(HOLD, "hold while the postpone file exists; once released, check every precondition again",
+             lambda fx: fx.hold()),
         Step("freeze-producers", "freeze producers on the old cluster (hook freeze_producers)",
              lambda fx: fx.hook("freeze_producers", cluster="old")),
         Step("wait-quiet", f"wait until the old cluster's end offsets stand still for {quiet} and no transaction "

@@ -57,13 +57,15 @@ def hold(plan: Plan, clock: Clock | None = None) -> dict[str, Any]:
     flag = postponed(plan)
     started = clock.now()
     said = -SAY_EVERY
+    held = flag is not None and flag.exists()
     while flag is not None and flag.exists():
         if clock.now() - said >= SAY_EVERY:
             progress(f"  holding: postpone file {flag} exists; remove it to go on "
                      f"(held {clock.now() - started:.0f}s)")
             said = clock.now()
         clock.sleep(POLL)
-    return {"postpone_file": str(flag) if flag else None, "held_seconds": round(clock.now() - started, 3)}
+    return {"postpone_file": str(flag) if flag else None, "held": held,
+            "held_seconds": round(clock.now() - started, 3)}
 
 
 #: Per partition: (high watermark, last stable offset).

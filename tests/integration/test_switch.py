@@ -279,6 +279,53 @@ def test_each_precondition_refuses_with_its_reason_and_exit_3(
     assert usage.code == 2 and "needs --execute" in usage.err
 
 
+def test_every_precondition_is_checked_again_when_the_hold_is_released(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    """A promote held at the postpone file for hours must not switch on preconditions that held when it
+    began: the mirror fell behind while it waited, so it refuses (exit 3) before the freeze, and its
+    re-run checks everything again from the start."""
+    from tests.integration.kafka_util import produce
+
+    ctl = tmp_path / "ctl"
+    ctl.mkdir()
+    freeze = _script(tmp_path / "freeze", f'touch "{ctl}/frozen"\n')
+    base = _plan(sandbox, ns, tmp_path, {"freeze_producers": freeze}, tables=False)
+    main = derive(base.file, base.file, merge=True, gates={"max_mirror_lag": 10},
+                  switch={"postpone_file": str(tmp_path / "hold"), "reverse_mirror": False})
+    topic = f"{ns}.orders"
+    create_topic(plan.cluster("old"), topic, 1)
+    produce(plan.cluster("old"), topic, [{"value": b"%d" % i} for i in range(20)])
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    (tmp_path / "hold").touch()
+    held = subprocess.Popen([sys.executable, "-m", "cutover", "promote", "--plan", str(main.file), "--execute"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: (s := cutover("status", "--plan", str(main.file), "-o", "json").json())["running"]
+                 and s["steps"], 60, "promote to hold at the postpone file")
+        produce(plan.cluster("old"), topic, [{"value": b"%d" % i} for i in range(20, 70)])  # nothing mirrors them
+        (tmp_path / "hold").unlink()
+        _out, err = held.communicate(timeout=120)
+    finally:
+        if held.poll() is None:
+            held.kill()
+    assert held.returncode == 3, err
+    assert ("promote stopped at step hold: promote refused when the hold was released by 1 precondition(s):\n"
+            f"  - mirror-lag: mirror lag 50 > gate 10 on {topic}/0 (1 partitions over the gate)") in err, err
+    assert not (ctl / "frozen").exists() and not (tmp_path / "routing.json").exists()
+    s = cutover("status", "--plan", str(main.file), "-o", "json").json()
+    assert s["phase"] == "promoting" and [(st["name"], st["outcome"]) for st in s["steps"]] == [("hold", "failed")]
+
+    # Nothing changed at the hold, so the re-run checks every precondition again before it starts.
+    again = cutover("promote", "--plan", str(main.file), "--execute")
+    assert again.code == 3 and "promote refused by 1 precondition(s):\n  - mirror-lag: mirror lag 50" in again.err, \
+        again.err
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    done = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
+    assert done.code == 0, done.err
+    assert done.json()["phase"] == "promoted" and (ctl / "frozen").exists()
+    assert json.loads((tmp_path / "routing.json").read_text())["active"] == "new"
+
+
 @pytest.mark.slow  # about a minute: in the slow suite, which CI also runs
 def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:

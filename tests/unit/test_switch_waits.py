@@ -59,4 +59,8 @@ def test_hold_waits_while_the_postpone_file_exists(tmp_path: Path) -> None:
             if self.t >= 3:
                 (tmp_path / "hold").unlink(missing_ok=True)
 
-    assert waits.hold(plan, Removing())["held_seconds"] == pytest.approx(3.0)
+    held = waits.hold(plan, Removing())
+    assert held["held_seconds"] == pytest.approx(3.0) and held["held"] is True
+    # No file: no hold, and so nothing for promote to check again.
+    assert waits.hold(plan, FakeClock()) == {"postpone_file": str(tmp_path / "hold"), "held": False,
+                                             "held_seconds": 0.0}
