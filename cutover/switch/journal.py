@@ -71,6 +71,33 @@ class RunRecord:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One promote or rollback from its first run to its last (re-runs after a crash or a failure included)."""
+
+    action: Action
+    #: The promote/rollback cycle it belongs to: each promote attempt begins one, its rollback ends it.
+    cycle: int
+    runs: list[RunRecord]
+
+    @property
+    def outcome(self) -> str:
+        """done, failed, or unfinished (a run died in it, or one is running now)."""
+        last = self.runs[-1].outcome
+        return last if last in ("done", "failed") else "unfinished"
+
+    def as_dict(self) -> dict[str, Any]:
+        first, last = self.runs[0], self.runs[-1]
+        window = last.detail.get("freeze_window") or {}
+        failed = [s for s in last.steps if s.outcome == "failed"]
+        return {"cycle": self.cycle, "action": self.action, "started_at": iso_z(first.started),
+                "ended_at": iso_z(last.ended) if last.ended else None, "outcome": self.outcome,
+                "runs": len(self.runs), "freeze_window_seconds": window.get("seconds"),
+                "carried_back": last.detail.get("carried_back") if self.action == "rollback" else None,
+                "past_point_of_no_return": last.detail.get("past_point_of_no_return"),
+                "failed_step": failed[-1].name if failed else None, "error": failed[-1].error if failed else None}
+
+
 @dataclass
 class History:
     """Everything the journal says, folded."""
@@ -127,6 +154,19 @@ class History:
             if r.outcome == "done" and (action is None or r.action == action):
                 return r
         return None
+
+    def attempts(self) -> list[Attempt]:
+        """Every promote and rollback, oldest first: a run joins the attempt before it unless that one
+        finished or was of the other action."""
+        out: list[Attempt] = []
+        cycle = 0
+        for r in self.runs:
+            if out and out[-1].action == r.action and out[-1].runs[-1].outcome != "done":
+                out[-1].runs.append(r)
+                continue
+            cycle += r.action == "promote"
+            out.append(Attempt(r.action, max(cycle, 1), [r]))
+        return out
 
     def phase(self) -> str:
         """ready, promoting, promoted, rolling-back or rolled-back."""

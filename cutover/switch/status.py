@@ -49,10 +49,13 @@ _ROLES: dict[tuple[str, str], tuple[bool, str]] = {
 }
 
 
+_WAYS = {"forward": "old -> new", "reverse": "new -> old"}
+
+
 def role(direction: str, phase: str) -> dict[str, Any]:
-    """Whether a mirror is expected to run in this phase, and what its lag means then."""
+    """Which way a mirror copies, whether it is expected to run in this phase, and what its lag means then."""
     expected, note = _ROLES.get((direction, phase), (False, "not started"))
-    return {"expected_to_run": expected, "role": note}
+    return {"direction": _WAYS[direction], "expected_to_run": expected, "role": note}
 
 
 def _verify(plan: Plan) -> dict[str, Any]:
@@ -76,9 +79,12 @@ def status(plan: Plan, timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
     for d, m in mirrors.items():
         if m is not None and "error" not in m:
             m.update(role(d, phase))
+    attempts = history.attempts()
     report = {
-        "plan": plan.name, "phase": phase, "journal": str(folder / "journal.jsonl"),
+        "plan": plan.name, "phase": phase, "cycle": attempts[-1].cycle if attempts else 0,
+        "journal": str(folder / "journal.jsonl"),
         "running": journal.holder(folder),
+        "attempts": [a.as_dict() for a in attempts],
         "action": last.action if last else None,
         "steps": [s.as_dict() for s in step_table(history.runs_of(action))] if last else [],
         "freeze_window": frozen.as_dict() if last and (frozen := window(history, action)) else None,
@@ -107,9 +113,18 @@ def problems(s: dict[str, Any]) -> list[str]:
 
 
 def render(s: dict[str, Any]) -> str:
-    lines = [f"plan {s['plan']}: phase {s['phase']}" + (f" (running: {s['running']})" if s["running"] else "")]
+    lines = [f"plan {s['plan']}: phase {s['phase']}" + (f", cycle {s['cycle']}" if s["cycle"] else "")
+             + (f" (running: {s['running']})" if s["running"] else "")]
+    if s["attempts"]:
+        lines.append("attempts:")
+        lines.append(table([[str(a["cycle"]), a["action"], a["started_at"], a["outcome"]
+                             + (f" at {a['failed_step']}" if a["failed_step"] else ""), str(a["runs"]),
+                             "-" if a["freeze_window_seconds"] is None else f"{a['freeze_window_seconds']:.1f}s",
+                             "-" if a["carried_back"] is None else f"{a['carried_back']:,}"]
+                            for a in s["attempts"]],
+                           ["cycle", "action", "started", "outcome", "runs", "freeze window", "carried back"]))
     if s["steps"]:
-        lines.append(f"{s['action']} steps:")
+        lines.append(f"{s['action']} steps (latest attempt):")
         lines.append(table([[st["name"], st["outcome"], "-" if st["seconds"] is None else f"{st['seconds']:.1f}s",
                              st["error"] or ""] for st in s["steps"]], ["step", "outcome", "took", "error"]))
     fw = s["freeze_window"]
@@ -122,7 +137,7 @@ def render(s: dict[str, Any]) -> str:
         m = s["mirror"][d]
         if m is None:
             continue
-        lines.append(f"mirror {d}: " + (m["error"] if "error" in m else
+        lines.append(f"mirror {d} ({_WAYS[d]}): " + (m["error"] if "error" in m else
                                         f"lag {m['lag']:,} records, {m['partitions_behind']} of "
                                         f"{m['partitions']} partitions behind"
                                         + (f", {m['unmirrored']} not mirrored" if m["unmirrored"] else "")

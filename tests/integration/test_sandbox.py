@@ -67,7 +67,7 @@ def test_status_exits_1_and_names_the_part_in_error(sandbox: Sandbox, tmp_path: 
                  clusters={"old": {**old, "bootstrap.servers": f"127.0.0.1:{closed_port}"}})
     run = cutover("status", "--plan", str(bad.file), "--timeout", "3", timeout=60)
     assert run.code == 1, (run.out, run.err)
-    assert f"mirror forward: could not reach the old cluster (127.0.0.1:{closed_port})" in run.out
+    assert f"mirror forward (old -> new): could not reach the old cluster (127.0.0.1:{closed_port})" in run.out
     assert "NOT OK: 1 part(s) in error (above); exit code 1" in run.out
     report = cutover("status", "--plan", str(bad.file), "--timeout", "3", "-o", "json", timeout=60)
     assert report.code == 1 and len(report.json()["problems"]) == 1

@@ -194,8 +194,14 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
     forward = s["mirror"]["forward"]  # the old cluster took writes since: lag, expected after a rollback
     assert forward["lag"] > 0 and not forward["expected_to_run"] and "expected" in forward["role"], forward
     assert s["problems"] == [] and s["mirror"]["reverse"] is None  # not asked after a finished rollback
+    # One cycle, two attempts, each folding the runs the SIGKILLs cut it into.
+    assert s["cycle"] == 1 and [(a["cycle"], a["action"], a["outcome"], a["runs"]) for a in s["attempts"]] == [
+        (1, "promote", "done", len(PROMOTE) + 2 + 3), (1, "rollback", "done", killed + 1)]
+    assert s["attempts"][1]["carried_back"] == len(on_new) and s["attempts"][1]["freeze_window_seconds"] > 0
+    assert forward["direction"] == "old -> new"
     text = cutover("status", "--plan", str(main.file))
     assert text.code == 0 and "(not running, as expected)" in text.out and "NOT OK" not in text.out, text.out
+    assert text.out.startswith(f"plan {main.name}: phase rolled-back, cycle 1\nattempts:\n"), text.out
     history = journal.read(journal.directory(main))
     assert [r.outcome for r in history.runs].count("done") == 2
     assert "a second promote would need a fresh migration" in _refusals(main)["phase"]

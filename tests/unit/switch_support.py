@@ -23,12 +23,17 @@ def unit_plan(tmp_path: Path, **extra: Any) -> Plan:
 
 
 def journal_run(j: Journal, action: str, run: str, done: list[str], crashed_in: str | None = None,
-         finished: bool = False) -> None:
+                finished: bool = False, failed_in: str | None = None, detail: dict[str, Any] | None = None) -> None:
     j.append("begin", action=action, run=run, mode="execute", steps=[])
     for name in done:
         j.append("step-start", run=run, step=name)
         j.append("step-end", run=run, step=name, outcome="done", detail={"n": name})
     if crashed_in:
         j.append("step-start", run=run, step=crashed_in)
+    if failed_in:
+        j.append("step-start", run=run, step=failed_in)
+        j.append("step-end", run=run, step=failed_in, outcome="failed", error=f"{failed_in} failed")
+        j.append("end", action=action, run=run, outcome="failed", detail={"step": failed_in})
     if finished:
-        j.append("end", action=action, run=run, outcome="done", detail={"past_point_of_no_return": True})
+        j.append("end", action=action, run=run, outcome="done",
+                 detail={"past_point_of_no_return": True, **(detail or {})})
