@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, cast
@@ -64,6 +65,8 @@ class Batch:
 @dataclass
 class Totals:
     records: int = 0
+    #: Source records the opposite mirror wrote, mapped to their originals instead of copied.
+    mapped: int = 0
     bytes: int = 0
     transactions: int = 0
 
@@ -96,6 +99,9 @@ class Copier:
         #: Reads one target topic's max.message.bytes again (before refusing on a limit that may have changed).
         self.refresh_limit: Callable[[str], int] | None = None
         self._pending_groups: list[st.GroupSync] = []
+        #: The opposite direction's maps: a source record that mirror wrote is a copy of a target record,
+        #: which this mirror maps to it instead of copying it back (see _copies).
+        self.others: dict[TP, PartitionMap] = {}
 
     def init(self) -> None:
         """Fence older producers of this shard and abort their open transaction."""
@@ -183,20 +189,60 @@ class Copier:
                 gaps[tp] = gap
         return gaps
 
+    def _copies(self, messages: list[Message]) -> dict[int, int]:
+        """Index -> target offset of each record the opposite mirror wrote on the source: after a
+        rollback the old cluster holds the reverse mirror's copies of records the new cluster has (and,
+        after a second promote, the new cluster holds the forward mirror's). Those are mapped to the
+        records they came from, never copied back.
+
+        The map rises on both sides, so a copy must not follow a record copied to the target's end. If
+        one does, someone wrote to the source while the other cluster was the active one: two writers
+        and no exact order between them. Refused before anything is written, naming the offsets."""
+        out: dict[int, int] = {}
+        if not self.others:
+            return out
+        floor: dict[TP, tuple[int, int | None]] = {}  # tp -> (lowest target offset a copy may map to, last copied)
+        for i, m in enumerate(messages):
+            tp = _tp(m)
+            other = self.others.get(tp)
+            if other is None:
+                continue
+            least, copied = floor.get(tp, (self.maps[tp].next_tgt, None))
+            origin = other.source_of(_off(m))
+            if origin is None:
+                floor[tp] = (1 << 62, _off(m))
+            elif origin < least:
+                raise CutoverError(
+                    f"{self.rt.source.describe()} {tp[0]} partition {tp[1]}: offset {_off(m)} is the "
+                    f"{'reverse' if self.rt.direction == 'forward' else 'forward'} mirror's copy of offset {origin} "
+                    f"on the {self.rt.target.name} cluster, yet it comes after "
+                    + (f"offset {copied}, a record written on the {self.rt.source.name} cluster while the clients "
+                       f"used the {self.rt.target.name} cluster" if copied is not None else
+                       f"this mirror's position there ({least})"),
+                    fix="find the writer that ignored the switch; the two clusters disagree on the order of that "
+                        "partition, so reconcile it by hand before mirroring it again")
+            else:
+                out[i] = origin
+                floor[tp] = (origin + 1, copied)
+        return out
+
     def _commit(self, messages: list[Message], reached: dict[TP, int], gaps: dict[TP, Gap]) -> int:
-        oversized = self._oversized(messages)
+        mapped = self._copies(messages)
+        oversized = self._oversized(messages, mapped)
         if oversized is not None:
             index, limit = oversized
             self._stop_before(messages, gaps, index, f"it is larger than the topic's max.message.bytes ({limit})")
-        results: list[tuple[int, int]] = []  # (index, target offset)
+        results: list[tuple[int, int]] = [(i, tgt) for i, tgt in mapped.items()]  # (index, target offset)
         failures: list[tuple[int, KafkaError]] = []
         self._call(self.producer.begin_transaction, "beginning a transaction")
         for i, msg in enumerate(messages):
-            self._produce(msg, _on_delivery(i, results, failures))
+            if i not in mapped:
+                self._produce(msg, _on_delivery(i, results, failures))
         self._flush()
         if failures:
             return self._failed(messages, reached, gaps, failures)
-        updates = self._updates(_pairs(messages, results), reached, gaps)
+        updates = self._updates(_pairs(messages, results), reached, gaps,
+                                Counter(_tp(messages[i]) for i in mapped))
         if not updates and not self._pending_groups:
             self._call(lambda: self.producer.abort_transaction(self.timeout), "ending an empty transaction")
             return 0
@@ -226,10 +272,12 @@ class Copier:
                 self.maps[tp] = pm
         self.dirty.clear()
         self._pending_groups = []
-        self.totals.records += len(messages)
-        self.totals.bytes += sum(len(m.value() or b"") + len(m.key() or b"") for m in messages)
+        copied = [m for i, m in enumerate(messages) if i not in mapped] if mapped else messages
+        self.totals.records += len(copied)
+        self.totals.mapped += len(mapped)
+        self.totals.bytes += sum(len(m.value() or b"") + len(m.key() or b"") for m in copied)
         self.totals.transactions += 1
-        return len(messages)
+        return len(copied)
 
     def _after(self, updates: dict[TP, tuple[PartitionMap, list[Segment]]]) -> dict[TP, PartitionMap]:
         """Every owned partition's state as it will be once this transaction commits (copies)."""
@@ -255,7 +303,10 @@ class Copier:
             self._state(topic, key, value)
 
     def _updates(self, written: dict[TP, list[tuple[int, int]]], reached: dict[TP, int],
-                 gaps: dict[TP, Gap]) -> dict[TP, tuple[PartitionMap, list[Segment]]]:
+                 gaps: dict[TP, Gap], mapped: Counter[TP] | None = None
+                 ) -> dict[TP, tuple[PartitionMap, list[Segment]]]:
+        """The progress each partition makes; `mapped` counts the opposite mirror's records among the pairs
+        (mapped, not copied: `records` counts copies only)."""
         out = {}
         for tp in set(written) | set(reached) | set(gaps) | self.dirty:
             old = self.maps[tp]
@@ -265,8 +316,8 @@ class Copier:
                 pm.next_src = max(pm.next_src, gaps[tp].end)
             pairs = written.get(tp, [])
             if pairs:
-                pm.next_tgt = pairs[-1][1] + 1
-                pm.records += len(pairs)
+                pm.next_tgt = max(pm.next_tgt, pairs[-1][1] + 1)
+                pm.records += len(pairs) - (mapped or Counter())[tp]
             pm.next_src = max(pm.next_src, reached.get(tp, 0))
             if (pm.next_src, pm.next_tgt, len(pm.gaps)) != (old.next_src, old.next_tgt, len(old.gaps)) \
                     or tp in self.dirty:
@@ -283,7 +334,7 @@ class Copier:
         self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
         self._stop_before(messages, gaps, index, err.str())
 
-    def _oversized(self, messages: list[Message]) -> tuple[int, int] | None:
+    def _oversized(self, messages: list[Message], mapped: dict[int, int]) -> tuple[int, int] | None:
         """The first record the target topic is sure to refuse for its size, and the topic's limit.
 
         Checked before sending: in a transaction, librdkafka only gives up on such a record
@@ -292,6 +343,8 @@ class Copier:
         could fit is never refused here; the limit is read again before refusing.
         """
         for i, m in enumerate(messages):
+            if i in mapped:
+                continue
             topic = _tp(m)[0]
             limit = self.limits.get(topic)
             if limit is not None and _least_batch(m) > limit:

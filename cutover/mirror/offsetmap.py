@@ -162,6 +162,16 @@ class PartitionMap:
             return self._tgt[i + 1]
         return self.next_tgt
 
+    def source_of(self, offset: int) -> int | None:
+        """The source offset of the record this mirror wrote at target offset `offset`, or None when it
+        wrote no record there (the other direction's mirror asks: that record is a copy, not news)."""
+        if offset >= self.next_tgt or not self._tgt:
+            return None
+        i = bisect.bisect_right(self._tgt, offset) - 1
+        if i >= 0 and offset < self._tgt[i] + self._len[i]:
+            return self._src[i] + (offset - self._tgt[i])
+        return None
+
     def invert(self, offset: int) -> int:
         """Source position of target position `offset`: the inverse, used to carry groups back."""
         if offset > self.next_tgt:

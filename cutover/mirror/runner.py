@@ -73,8 +73,6 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     r.source_cluster = cluster_id(rt.source, opts.timeout)
     if opts.direction == "forward" and not opts.for_switch:
         _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))  # before fencing anyone
-    if opts.direction == "forward":
-        _refuse_after_rollback(plan, opts.timeout)
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
     limit = topics.batch_limit(rt, r.topics, opts.timeout)
     copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, opts.timeout)
@@ -86,6 +84,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         if opts.direction == "reverse":
             fwd = st.route(plan, "forward")
             r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
+        copier.others = _opposite(r)
         _prepare_topics(r, {t for t, _p in state.partitions} | state.created, set(state.partitions))
         st.ensure_topics(rt, plan.spec.mirror.replication_factor, opts.timeout)
         copier.limits = topics.target_limits(rt, list(r.topics), opts.timeout)
@@ -105,15 +104,21 @@ def _refuse_while_switched(plan: Plan, marks: dict[str, Any]) -> None:
                                   "stop any supervisor that restarts it meanwhile")
 
 
-def _refuse_after_rollback(plan: Plan, timeout: float) -> None:
-    """Once the reverse mirror has carried records back, mirroring forward again would copy them twice."""
-    carried = st.carried_back(plan, timeout=timeout)
-    if carried:
-        tp = min(carried)
-        raise Refused(f"the reverse mirror (new to old) has carried records back ({len(carried)} partitions, e.g. "
-                      f"{tp[0]}/{tp[1]} offsets {carried[tp].start_src}..{carried[tp].next_src - 1} on the new "
-                      "cluster); mirroring old to new again would copy them back a second time",
-                      fix="after a rollback, start a fresh migration: new target topics and a new mirror.state_prefix")
+def _opposite(r: Run) -> dict[TP, PartitionMap]:
+    """The other direction's maps, for the records it wrote on this mirror's source (see Copier._copies).
+
+    Forward after a rollback: the reverse mirror's copies on the old cluster. Reverse after a second
+    promote: the forward mirror's copies on the new cluster. Read once: the other direction is stopped
+    while this one runs (the switch closes the forward mirror before the reverse one starts, and stops
+    the reverse mirror before the forward one reopens).
+    """
+    other = r.prior
+    if other is None:
+        if not r.plan.spec.switch.reverse_mirror:
+            return {}  # nothing was ever carried back
+        back = st.route(r.plan, "reverse")
+        other = st.load(back, cluster_id(back.source, r.opts.timeout), timeout=r.opts.timeout).partitions
+    return {tp: pm for tp, pm in other.items() if pm.segment_count and r.plan.spec.topics.matches(tp[0])}
 
 
 def _prepare_topics(r: Run, ours: set[str], progressed: set[TP]) -> None:

@@ -178,16 +178,7 @@ def phase(history: journal.History, action: str) -> Check:
         now = history.phase()
         if action == "promote" and now == "rolling-back":
             return "a rollback is unfinished: re-run cutover rollback to finish it"
-        if action == "promote" and now == "rolled-back" and _carried(history):
-            return (f"this plan was rolled back after its clients switched, and {_carried(history)} records written "
-                    "on the new cluster were carried back: a second promote would need a fresh migration (new "
-                    "target topics, new mirror.state_prefix)")
         if action == "rollback" and now in ("ready", "rolled-back"):
             return f"there is nothing to roll back (phase {now})"
         return None
     return Check("phase", f"the migration's phase allows {action}", test)
-
-
-def _carried(history: journal.History) -> int:
-    last = history.last_finished("rollback")
-    return int(last.detail.get("carried_back") or 0) if last else 0

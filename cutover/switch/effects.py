@@ -82,8 +82,8 @@ class Live:
         waits.drained(self.plan, "old" if direction == "forward" else "new",
                       {(p.topic, p.partition): p.position or 0 for p in left.partitions}, self.timeout)
         detail: Detail = {"records": summary.records, "fenced_shards": fenced}
-        if direction == "reverse":
-            detail["carried_back"] = carried_back(self.plan, self.timeout)
+        if direction == "reverse":  # every cycle's so far: the rollback's summary takes this cycle's share
+            detail["carried_back_total"] = carried_back(self.plan, self.timeout)
         return detail
 
     def groups_empty(self, side: ClusterSide) -> Detail:
@@ -191,8 +191,8 @@ class DryRun:
                            "stop the background reverse mirror")
 
     def reopen_mirror(self) -> Detail:
-        return self._would("mark the forward mirror as free to run again in its state on the new cluster (it "
-                           "still refuses while records carried back to the old cluster would be copied twice)")
+        return self._would("mark the forward mirror as free to run again in its state on the new cluster (the "
+                           "records the reverse mirror carried back it maps to their originals, never copies twice)")
 
     def route(self, side: ClusterSide) -> Detail:
         path = routing.path(self.plan)
@@ -226,5 +226,6 @@ def _outside(plan: Plan, direction: st.Direction) -> dict[str, list[tuple[str, i
 
 
 def carried_back(plan: Plan, timeout: float) -> int:
-    """Records the reverse mirror has copied from the new cluster to the old one."""
+    """Records the reverse mirror has copied from the new cluster to the old one, in every cycle so far
+    (copies only: the forward mirror's records it mapped back are not counted)."""
     return sum(pm.records for pm in st.carried_back(plan, timeout=timeout).values())

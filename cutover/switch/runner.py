@@ -167,9 +167,18 @@ def _summary(plan: Plan, action: Action, history: History, past: bool) -> dict[s
     out: dict[str, Any] = {"freeze_window": frozen.as_dict() if frozen else None, "past_point_of_no_return": past}
     if action == "rollback":
         drained = history.done_steps("rollback").get("drain-reverse-mirror")
-        out["carried_back"] = drained.detail.get("carried_back") if drained else 0
+        total = _carried_total(drained.detail) if drained else None
+        before = history.last_finished("rollback")  # this attempt is not finished yet: the previous cycle's
+        out["carried_back"] = 0 if total is None else total - (_carried_total(before.detail) if before else 0)
+        out["carried_back_total"] = total if total is not None else \
+            (_carried_total(before.detail) if before else 0)
     out["routing"] = routing.read(plan)
     return out
+
+
+def _carried_total(detail: dict[str, Any]) -> int:
+    """Records carried back in every cycle up to this one (a journal from before cycles: the one rollback's)."""
+    return int(detail.get("carried_back_total", detail.get("carried_back")) or 0)
 
 
 def _result(plan: Plan, action: Action, history: History, run: str | None, already: bool = False) -> SwitchResult:

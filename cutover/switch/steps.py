@@ -67,8 +67,9 @@ def _hand_back(pair: TablePair) -> Callable[[Effects], Detail]:
 
 
 def _reopen() -> Step:
-    return Step("reopen-mirror", "let the forward mirror (old -> new) run again; it still refuses while records "
-                "carried back to the old cluster would be copied twice", lambda fx: fx.reopen_mirror())
+    return Step("reopen-mirror", "let the forward mirror (old -> new) run again; the records the reverse mirror "
+                "carried back it maps to their originals on the new cluster, never copies twice",
+                lambda fx: fx.reopen_mirror())
 
 
 def promote(plan: Plan) -> list[Step]:
