@@ -16,7 +16,7 @@ from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan
 from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import read_all
-from tests.integration.test_switch import PARTITIONS, _live_app, _switch_killed_once
+from tests.integration.test_switch import PARTITIONS, _live_app, _plan, _switch_killed_once
 
 #: (promote step, rollback step) after which cutover is SIGKILLed, one pair per cycle.
 KILLS = [("drain-mirror", "drain-reverse-mirror"), ("sync-groups", "switch-clients"),
@@ -86,3 +86,34 @@ def test_three_promote_rollback_cycles_keep_every_record_once_on_each_cluster_an
         (c, action, "done", carried[c - 1] if action == "rollback" else None)
         for c in (1, 2, 3) for action in ("promote", "rollback")]
     assert all(a["runs"] == 2 for a in s["attempts"])  # each killed once, then finished
+
+
+def test_a_record_written_on_the_inactive_cluster_stops_the_next_cycle_naming_it(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    """Someone writes on the old cluster while the clients use the new one, before the reverse mirror's copies:
+    the two clusters no longer agree on that partition's order. After the rollback the forward mirror refuses
+    (it could only copy a copy twice or map out of order), names the offsets, and writes nothing."""
+    from tests.integration.kafka_util import create_topic, produce
+
+    main = _plan(sandbox, ns, tmp_path, {}, tables=False)
+    topic = f"{ns}.orders"
+    create_topic(plan.cluster("old"), topic, 1)
+    produce(plan.cluster("old"), topic, [{"value": b'{"seq": %d}' % i} for i in range(10)])
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    promoted = cutover("promote", "--plan", str(main.file), "--execute")
+    assert promoted.code == 0, promoted.err
+    try:
+        produce(plan.cluster("old"), topic, [{"value": b'{"seq": 100}'}])  # the rogue writer, at old offset 10
+        produce(plan.cluster("new"), topic, [{"value": b'{"seq": %d}' % i} for i in range(10, 15)])
+        wait_for(lambda: len(read_all(plan.cluster("old"), topic)) == 16, 60, "the reverse mirror to copy back")
+    finally:
+        rolled = cutover("rollback", "--plan", str(main.file), "--execute", "-o", "json")
+    assert rolled.code == 0 and rolled.json()["carried_back"] == 5, rolled.err
+    before = [r.value for r in read_all(plan.cluster("new"), topic)]
+    refused = cutover("mirror", "--plan", str(main.file), "--until-caught-up")
+    assert refused.code == 1, refused.err
+    assert (f"{topic} partition 0: offset 11 is the reverse mirror's copy of offset 11 on the new cluster, yet it "
+            "comes after offset 10, a record written on the old cluster while the clients used the new cluster"
+            ) in refused.err, refused.err
+    assert "Traceback" not in refused.err
+    assert [r.value for r in read_all(plan.cluster("new"), topic)] == before  # nothing copied, the rogue neither
