@@ -40,8 +40,10 @@ _ROLES: dict[tuple[str, str], tuple[bool, str]] = {
     ("forward", "promoted"): (False, "stopped at promote: the clients write to the new cluster; its lag counts what "
                                      "the reverse mirror copies back to the old cluster, which is expected"),
     ("forward", "rolling-back"): (False, "stopped since promote"),
-    ("forward", "rolled-back"): (False, "not expected to run after a rollback: its lag counts records the old "
-                                        "cluster took since, which is expected and loses nothing"),
+    ("forward", "rolled-back"): (False, "not required after a rollback: its lag counts records the old cluster "
+                                        "took since, which is expected and loses nothing; start it again before "
+                                        "the next promote (it maps the records carried back, never copies them "
+                                        "twice)"),
     ("reverse", "promoting"): (True, "starts at the switch"),
     ("reverse", "promoted"): (True, "copies new -> old so that a rollback loses nothing"),
     ("reverse", "rolling-back"): (True, "drains, then stops at the switch back"),

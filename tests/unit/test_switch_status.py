@@ -24,6 +24,7 @@ def test_every_phase_says_what_each_mirror_is_for(phase: str) -> None:
 def test_after_a_rollback_neither_mirror_is_expected_and_forward_lag_is_called_expected() -> None:
     fwd, rev = status.role("forward", "rolled-back"), status.role("reverse", "rolled-back")
     assert not fwd["expected_to_run"] and "expected" in fwd["role"] and "loses nothing" in fwd["role"]
+    assert "start it again before the next promote" in fwd["role"]
     assert not rev["expected_to_run"]
     assert status.role("forward", "ready")["expected_to_run"] and status.role("reverse", "promoted")["expected_to_run"]
 
