@@ -50,7 +50,12 @@ def produce(props: dict[str, str], topics: list[str], partitions: int, per_parti
     for t in topics:
         for p in range(partitions):
             for i in range(per_partition):
-                producer.produce(t, value=b"x" * 200, key=b"%d" % i, partition=p)
+                while True:
+                    try:
+                        producer.produce(t, value=b"x" * 200, key=b"%d" % i, partition=p)
+                        break
+                    except BufferError:  # 100 topics fill the local queue: let it drain
+                        producer.poll(0.1)
             producer.poll(0)
     assert producer.flush(60) == 0
 
