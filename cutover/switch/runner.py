@@ -167,11 +167,10 @@ def _summary(plan: Plan, action: Action, history: History, past: bool) -> dict[s
     out: dict[str, Any] = {"freeze_window": frozen.as_dict() if frozen else None, "past_point_of_no_return": past}
     if action == "rollback":
         drained = history.done_steps("rollback").get("drain-reverse-mirror")
-        total = _carried_total(drained.detail) if drained else None
         before = history.last_finished("rollback")  # this attempt is not finished yet: the previous cycle's
-        out["carried_back"] = 0 if total is None else total - (_carried_total(before.detail) if before else 0)
-        out["carried_back_total"] = total if total is not None else \
-            (_carried_total(before.detail) if before else 0)
+        prior = _carried_total(before.detail) if before else 0
+        total = _carried_total(drained.detail) if drained else prior
+        out["carried_back"], out["carried_back_total"] = total - prior, total
     out["routing"] = routing.read(plan)
     return out
 
