@@ -3,7 +3,8 @@
 Brings the sandbox up, writes a demo plan (orders and payments topics and tables, a
 consumer group, the sample quality suite), and drives runbooks/full-migration.yaml with
 --auto: sample traffic with keys, headers and transactions; the old pipeline's
-stand-in; mirror, shadow, verify, promote, traffic on the new cluster, rollback. Each run
+stand-in; mirror, shadow, verify, promote, traffic on the new cluster, rollback, verify
+after the round trip, promote again, verify. Each run
 uses fresh topic and table names, so it can be run again on the same sandbox.
 """
 
@@ -79,17 +80,24 @@ def summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
         return (steps.get(name) or {}).get("detail", {}).get(key)
 
     promote = steps.get("switch to the new cluster", {}).get("detail", {})
+
+    def passed(name: str) -> bool:
+        return (steps.get(name) or {}).get("outcome") == "passed"
+
     return {
         "passed": result["passed"],
         "failed_step": result["failed_step"],
         "records": detail("stop the traffic", "produced"),
-        "consumed_exactly_once": (steps.get("the consumer read every record exactly once") or {}).get(
-            "outcome") == "passed",
+        "consumed_exactly_once": passed("the consumer read every record exactly once"),
         "verify_passed": detail("the old and new tables agree", "passed"),
+        "verify_after_round_trip_passed": passed("the tables agree after the round trip"),
+        "promoted_again": passed("switch to the new cluster again"),
+        "verify_after_second_promote_passed": passed("the tables agree after the second promote"),
         "freeze_window_seconds": (promote.get("freeze_window") or {}).get("seconds"),
         "carried_back": detail("switch back to the old cluster", "carried_back"),
-        "canonical_table_exactly_once": (steps.get("the canonical table holds every record exactly once") or {}).get(
-            "outcome") == "passed",
+        "each_cluster_exactly_once": passed("the new cluster holds every record exactly once") and passed(
+            "the old cluster holds every record exactly once (the reverse mirror carries them back)"),
+        "canonical_table_exactly_once": passed("the canonical table holds every record exactly once"),
         "report": str(folder / "report" / "report.html"),
         "plan": str(folder / "plan.yaml"),
     }
@@ -106,12 +114,16 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"  failed at step {s['failed_step']['number']} ({s['failed_step']['name']}): "
                      f"{s['failed_step']['error']}")
     lines += [
-        f"  records produced (all three phases):  {s['records'] or 0:,}",
-        f"  consumer group moved exactly (twice): {yes(s['consumed_exactly_once'])}",
+        f"  records produced (all four phases):   {s['records'] or 0:,}",
+        f"  consumer group moved exactly (3x):    {yes(s['consumed_exactly_once'])}",
         f"  verify before promote passed:         {yes(s['verify_passed'])}",
         "  freeze window at promote:             "
         + (f"{s['freeze_window_seconds']:.1f}s" if s["freeze_window_seconds"] is not None else "-"),
         f"  rollback carried back:                {s['carried_back'] or 0:,} records written on the new cluster",
+        f"  verify after the round trip passed:   {yes(s['verify_after_round_trip_passed'])}",
+        "  promote again, then verify passed:    "
+        + yes(s["promoted_again"] and s["verify_after_second_promote_passed"]),
+        f"  each cluster holds each record once:  {yes(s['each_cluster_exactly_once'])}",
         f"  canonical table exactly once:         {yes(s['canonical_table_exactly_once'])}",
         f"  report: {s['report']}",
         f"  plan:   {s['plan']}",

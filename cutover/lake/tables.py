@@ -11,6 +11,7 @@ The column names of Kafka metadata in cutover's tables live here too.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cutover.errors import CutoverError, UnreachableError
@@ -68,13 +69,14 @@ def _ref(tbl: Any, branch: str) -> int | None:
 
 
 def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, props: dict[str, str], base: int,
-            branch: str) -> None:
+            branch: str, more: Callable[[Any, int, int], dict[str, str]] | None = None) -> None:
     """Append `df` to the table only if its main branch is still at `base` (compare-and-set).
 
     `tbl` is the pyiceberg table as read with the offsets the rows were filtered against.
     The rows are committed to the run's own branch, set to `base` first; then main is
     fast-forwarded to it in a catalog commit that requires main to be still at `base` and
-    also records the stamp in the table's properties (`cutover.kafka.state`). The branch
+    also records the stamp in the table's properties (`cutover.kafka.state`, and what
+    `more(table, snapshot id, timestamp)` adds). The branch
     head's parent is checked to be `base`, so even a branch dropped and recreated
     meanwhile cannot publish rows filtered against other stamps.
     """
@@ -91,12 +93,14 @@ def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, prop
     written = after.snapshot_by_id(written_id) if written_id is not None else None
     if written is None or written.parent_snapshot_id != base:
         raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
-    _fast_forward(after, table, base, written.snapshot_id, stamps.state_property(props, written.snapshot_id,
-                                                                                 written.timestamp_ms))
+    recorded = {stamps.K_STATE: stamps.state_property(props, written.snapshot_id, written.timestamp_ms)}
+    if more is not None:
+        recorded.update(more(after, written.snapshot_id, written.timestamp_ms))
+    _fast_forward(after, table, base, written.snapshot_id, recorded)
 
 
-def _fast_forward(tbl: Any, table: str, base: int, snapshot_id: int, state: str) -> None:
-    """Move main from `base` to `snapshot_id` and record the stamp in the table's properties, in one
+def _fast_forward(tbl: Any, table: str, base: int, snapshot_id: int, recorded: dict[str, str]) -> None:
+    """Move main from `base` to `snapshot_id` and set the `recorded` table properties (the stamp), in one
     catalog commit that fails unless main is still at `base` (the compare-and-set)."""
     from pyiceberg.exceptions import CommitFailedException
     from pyiceberg.table.update.snapshot import ManageSnapshots
@@ -105,18 +109,19 @@ def _fast_forward(tbl: Any, table: str, base: int, snapshot_id: int, state: str)
         raise Conflict(f"table {table}: another writer committed since snapshot {base}")
     try:
         with tbl.transaction() as tx:
-            tx.set_properties({stamps.K_STATE: state})
+            tx.set_properties(recorded)
             ManageSnapshots(tx).set_current_snapshot(snapshot_id=snapshot_id)  # requires main == base
     except CommitFailedException:
         raise Conflict(f"table {table}: another writer committed since snapshot {base}") from None
 
 
-def stamp_only(spark: SparkSession, plan: Plan, table: str, props: dict[str, str], branch: str) -> int:
+def stamp_only(spark: SparkSession, plan: Plan, table: str, props: dict[str, str], branch: str,
+               more: Callable[[Any, int, int], dict[str, str]] | None = None) -> int:
     """Commit a snapshot that adds no rows and carries `props` (a hand-over point). Returns its id."""
     _snaps, base, tbl = snapshots(plan, table)
     assert base is not None
     try:
-        publish(spark, plan, table, tbl, spark.table(qualified(plan, table)).limit(0), props, base, branch)
+        publish(spark, plan, table, tbl, spark.table(qualified(plan, table)).limit(0), props, base, branch, more)
     finally:
         drop_branch(spark, plan, table, branch)
     after = head(plan, table)
@@ -186,3 +191,35 @@ def table_offsets(plan: Plan, table: str) -> stamps.TableOffsets:
 
 def properties_of(tbl: Any) -> dict[str, str]:
     return dict(tbl.properties) if tbl is not None else {}
+
+
+def added_since(plan: Plan, table: str, snapshot_id: int) -> set[str] | None:
+    """The data files the snapshots after `snapshot_id` (in the current lineage) added, when every one
+    of them only appended: then each live row is either in one of these files or was in the table at
+    `snapshot_id`. None when that cannot be told: `snapshot_id` is no longer in the lineage (expired),
+    or a later snapshot rewrote files (compaction) or deleted rows."""
+    from pyiceberg.manifest import ManifestEntryStatus
+    from pyiceberg.table.snapshots import Operation
+
+    tbl = _load(plan, table)
+    if tbl is None:
+        return None
+    after, sid = [], tbl.metadata.current_snapshot_id
+    while sid is not None and sid != snapshot_id:
+        snap = tbl.snapshot_by_id(sid)
+        if snap is None:
+            return None
+        after.append(snap)
+        sid = snap.parent_snapshot_id
+    if sid is None:
+        return None
+    paths: set[str] = set()
+    for snap in after:
+        if snap.summary is None or snap.summary.operation != Operation.APPEND:
+            return None
+        for manifest in snap.manifests(tbl.io):
+            if manifest.added_snapshot_id != snap.snapshot_id:
+                continue
+            paths.update(e.data_file.file_path for e in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True)
+                         if e.status == ManifestEntryStatus.ADDED)
+    return paths

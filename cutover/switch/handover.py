@@ -23,14 +23,13 @@ from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import commit_group, group_info, log_offsets
-from cutover.lake import stamps, tables
+from cutover.lake import eras, stamps, tables
 from cutover.mirror import groups
 from cutover.mirror import state as st
 from cutover.mirror.offsetmap import NotYetMirrored
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
 
-HANDOVER = "cutover.handover"
 BRANCH = "cutover_handover"
 
 
@@ -49,19 +48,75 @@ def writer_positions(spark: Any, plan: Plan, pair: TablePair, timeout: float) ->
         found = {p: o for (t, p), o in committed.items() if t == pair.topic}
         source = f"consumer group {pair.writer_group}"
     else:
-        from pyspark.sql import functions as F
-
         cols = pair.old_offset_columns
         assert cols is not None
-        df = spark.table(tables.qualified(plan, pair.old))
-        if cols.topic:
-            df = df.where(F.col(cols.topic) == pair.topic)
-        rows = df.groupBy(F.col(cols.partition).alias("p")).agg(F.max(cols.offset).alias("o")).collect()
-        found = {int(r["p"]): int(r["o"]) + 1 for r in rows if r["p"] is not None}
+        found = _from_columns(spark, plan, pair)
         source = f"columns {cols.partition}/{cols.offset} of {pair.old}"
     missing = [p for p in parts if p not in found]
     starts = log_offsets(ClusterRef.of(plan, "old"), [(pair.topic, p) for p in missing], "start", timeout)
     return {p: found.get(p, starts.get((pair.topic, p), 0)) for p in parts}, source
+
+
+def _from_columns(spark: Any, plan: Plan, pair: TablePair) -> dict[int, int]:
+    """The old writer's next offset per partition, from the highest offset in its table's rows.
+
+    After a round trip the table also holds cutover's rows with new-cluster offsets
+    (`cutover.lake.eras`), and those numbers may lie above where the old writer stands
+    now. Only the old writer's latest era counts: from the hand-back's position, rows no
+    new-cluster era spans, and the rows a new-cluster era's numbers also span when the
+    files they are in were appended after the hand-back. When that cannot be told (the
+    table was compacted or expired since) and such a row would move the position, the
+    position is refused rather than guessed.
+    """
+    from pyspark.sql import functions as F
+
+    cols = pair.old_offset_columns
+    assert cols is not None
+    df = spark.table(tables.qualified(plan, pair.old))
+    if cols.topic:
+        df = df.where(F.col(cols.topic) == pair.topic)
+    p, o = F.col(cols.partition).cast("int").alias("p"), F.col(cols.offset).cast("bigint").alias("o")
+    snaps, current, tbl = tables.snapshots(plan, pair.old)
+    notes = eras.notes(snaps, current, tables.properties_of(tbl))
+    if not notes:
+        rows = df.groupBy(p).agg(F.max(o).alias("o")).collect()
+        return {int(r["p"]): int(r["o"]) + 1 for r in rows if r["p"] is not None}
+    back = notes[-1]
+    if back["direction"] != "reverse":
+        raise CutoverError(f"table {pair.old}: its last hand-over (snapshot {back['snapshot']}) gave it to the new "
+                           "cluster, yet its stamps say the old writer has it", fix="run cutover status; "
+                           "if a rollback was interrupted, run cutover rollback --execute to finish it")
+    lines = eras.spans(notes)
+    spans = [(q, s.first, s.end if s.end is not None else 1 << 62) for q, line in lines.items() for s in line
+             if s.cluster == "new"]
+    starts = spark.createDataFrame([(q, line[-1].first) for q, line in lines.items()], "p int, start bigint")
+    news = spark.createDataFrame(spans, "p int, lo bigint, hi bigint")
+    rows = df.select(p, o, F.col("_file").alias("f")).join(starts, "p", "left") \
+        .where(F.col("start").isNull() | (F.col("o") >= F.col("start")))
+    inside = (rows["p"] == news["p"]) & (rows["o"] >= news["lo"]) & (rows["o"] < news["hi"])
+    clear = {int(r["p"]): int(r["o"]) + 1 for r in rows.join(news, inside, "left_anti").groupBy("p")
+             .agg(F.max("o").alias("o")).collect() if r["p"] is not None}
+    shared = rows.join(news, inside, "left_semi").groupBy("p", "f").agg(F.min("o").alias("lo"), F.max("o").alias("o"))
+    found = {q: max(line[-1].first, clear.get(q, 0)) for q, line in lines.items()}
+    found.update({q: o for q, o in clear.items() if q not in lines})
+    ambiguous = [(int(r["p"]), str(r["f"]), int(r["lo"]), int(r["o"])) for r in shared.collect()]
+    appended = tables.added_since(plan, pair.old, int(back["snapshot"])) if ambiguous else set()
+    unsure = []
+    for q, f, lo, hi in ambiguous:
+        if appended is None:
+            if hi + 1 > found[q]:
+                unsure.append(f"partition {q} offsets {lo}..{hi}")
+        elif f in appended:
+            found[q] = max(found[q], hi + 1)
+    if unsure:
+        raise CutoverError(
+            f"table {pair.old}: where the old writer stands cannot be told from its rows: "
+            + ", ".join(sorted(set(unsure))) + " may be the old writer's since the rollback, or cutover's rows with "
+            "new-cluster offsets from before it, and the table was compacted or its snapshots expired since the "
+            f"hand-back (snapshot {back['snapshot']}), so the files no longer say which",
+            fix="give the old writer's position from its consumer group instead (tables[].writer_offsets: group, "
+                "writer_group: ...), or let the old writer write past those offsets, then promote again")
+    return found
 
 
 def _translate(tr: groups.Translator, topic: str, positions: dict[int, int], what: str) -> dict[int, int]:
@@ -78,8 +133,9 @@ def _translate(tr: groups.Translator, topic: str, positions: dict[int, int], wha
 def _stamp(spark: Any, plan: Plan, pair: TablePair, cluster: str, positions: dict[int, int], note: dict[str, Any],
            dead_letters: int) -> int:
     props = stamps.stamp(cluster, pair.topic, {}, positions, f"{plan.name}-{note['run']}", dead_letters)
-    props[HANDOVER] = json.dumps(note, sort_keys=True, separators=(",", ":"))
-    return tables.stamp_only(spark, plan, pair.old, props, BRANCH)
+    props[eras.K_HANDOVER] = json.dumps(note, sort_keys=True, separators=(",", ":"))
+    return tables.stamp_only(spark, plan, pair.old, props, BRANCH, lambda tbl, snapshot, at: {
+        eras.K_HANDOVERS: eras.appended(tables.properties_of(tbl), note, snapshot, at)})
 
 
 def hand_over(plan: Plan, pair: TablePair, run: str, timeout: float) -> dict[str, Any]:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cutover.errors import UsageError
-from cutover.lake import stamps, tables
+from cutover.kafka import inspect
+from cutover.kafka.clients import ClusterRef
+from cutover.lake import eras, stamps, tables
 from cutover.output import progress
 from cutover.plan import Plan, TablePair, select_pairs
 from cutover.verify import align, quality
@@ -70,6 +72,8 @@ class Pinned:
     df: DataFrame
     snapshot_id: int | None
     held: stamps.TableOffsets
+    #: per partition, which cluster's offsets its rows carry, era by era ({}: never handed over)
+    lines: dict[int, list[eras.Span]]
 
 
 def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
@@ -78,8 +82,9 @@ def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
         raise UsageError(f"table {table} does not exist in catalog {plan.spec.catalog.name}",  # type: ignore[union-attr]
                          fix="check tables[] in the plan; the new table is written by `cutover shadow`")
     reader = spark.read if current is None else spark.read.option("snapshot-id", str(current))
-    return Pinned(reader.table(tables.qualified(plan, table)), current,
-                  stamps.latest(snaps, current, table, tables.properties_of(tbl)))
+    props = tables.properties_of(tbl)
+    return Pinned(reader.table(tables.qualified(plan, table)), current, stamps.latest(snaps, current, table, props),
+                  eras.spans(eras.notes(snaps, current, props)))
 
 
 def _columns(df: DataFrame) -> list[Column_]:
@@ -126,10 +131,14 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
             from pyspark.sql import functions as F
 
             new_n = new_n.withColumn("_id", align.translate_column(spark, maps, F.col("_p"), F.col("_id")))
+        if old_pin.lines:  # a canonical table handed over: rows of both clusters
+            old_n = align.qualify(spark, old_n, old_pin.lines, maps, new_n)
     window_fn = None
     if mode == "offsets":
+        new_id = inspect.cluster_id(ClusterRef.of(plan, "new"), opts.timeout) if old_pin.held.stamped else None
+
         def window_fn(old_hi: dict[int, int], new_hi: dict[int, int]) -> dict[int, int]:
-            return _window(old_pin.held, new_pin.held, old_hi, new_hi, maps)
+            return _window(old_pin.held, new_pin.held, old_hi, new_hi, maps, new_id)
 
     outcome = reconcile(spark, buckets(old_n, mode), buckets(new_n, mode), mode, [c.name for c in compared],
                         opts.sample_size, window_fn)
@@ -164,11 +173,17 @@ def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pa
 
 
 def _window(old_held: stamps.TableOffsets, new_held: stamps.TableOffsets, old_highest: dict[int, int],
-            new_highest: dict[int, int], maps: dict[int, Any]) -> dict[int, int]:
-    """Each side's position in old offsets: stamped in the table, else its highest offset + 1."""
-    old_pos = dict(old_held.positions) if old_held.stamped else old_highest
-    new_pos = ({p: align.new_position_in_old(maps.get(p), o) for p, o in new_held.positions.items()}
-               if new_held.stamped else new_highest)
+            new_highest: dict[int, int], maps: dict[int, Any], new_id: str | None) -> dict[int, int]:
+    """Each side's position in old offsets: stamped in the table (carried back through the maps when
+    stamped with the new cluster's), else its highest offset + 1."""
+    def in_old(held: stamps.TableOffsets) -> dict[int, int]:
+        if held.cluster_id != new_id:
+            return dict(held.positions)
+        return {p: align.new_position_in_old(maps.get(p), o) for p, o in held.positions.items()}
+
+    old_pos = in_old(old_held) if old_held.stamped else old_highest
+    new_pos = {p: align.new_position_in_old(maps.get(p), o) for p, o in new_held.positions.items()} \
+        if new_held.stamped else new_highest
     return align.window(old_pos, new_pos)
 
 

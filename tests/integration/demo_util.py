@@ -19,10 +19,12 @@ def run_demo(folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     s = run.json()
     assert s["catalog"] == kind
     assert s["passed"] and s["consumed_exactly_once"] and s["verify_passed"] and s["canonical_table_exactly_once"]
+    assert s["verify_after_round_trip_passed"] and s["promoted_again"] and s["verify_after_second_promote_passed"]
+    assert s["each_cluster_exactly_once"]
     assert s["freeze_window_seconds"] > 0 and s["carried_back"] > 0 and s["records"] > 450
     result = json.loads((Path(s["report"]).parent / "result.json").read_text())
-    assert result["runbook"] == "full-migration" and len(result["steps"]) == 19
-    assert [st["outcome"] for st in result["steps"]] == ["passed"] * 19
+    assert result["runbook"] == "full-migration" and len(result["steps"]) == 32
+    assert [st["outcome"] for st in result["steps"]] == ["passed"] * 32
     # No secret of the sandbox (S3 keys, the database's password) in the output, the plan, the
     # journal, the report or the checkpoints.
     written = [run.out, run.err, *(f.read_bytes().decode(errors="replace")
