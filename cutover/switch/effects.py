@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cutover.errors import CutoverError
+from cutover.errors import CutoverError, Refused
 from cutover.mirror import state as st
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
@@ -28,6 +28,7 @@ class Effects(Protocol):
     def groups_empty(self, side: ClusterSide) -> Detail: ...
     def sync_groups(self, direction: st.Direction) -> Detail: ...
     def reverse_mirror(self, on: bool) -> Detail: ...
+    def still_drained(self, direction: st.Direction) -> Detail: ...
     def reopen_mirror(self) -> Detail: ...
     def route(self, side: ClusterSide) -> Detail: ...
     def hand_over(self, pair: TablePair) -> Detail: ...
@@ -107,6 +108,34 @@ class Live:
 
     def reverse_mirror(self, on: bool) -> Detail:
         return background.start(self.plan) if on else background.stop(self.plan)
+
+    def still_drained(self, direction: st.Direction) -> Detail:
+        """After the groups' sync: the source took no write since the drain. A record a producer the freeze
+        missed wrote meanwhile is copied after all and the groups synced again, so it is not left behind on
+        the cluster the clients leave. (Before promote's reverse mirror starts: it reads the forward map
+        and the old cluster's end once, when it starts.)"""
+        from cutover.mirror import status
+
+        side: ClusterSide = "old" if direction == "forward" else "new"
+        late: dict[str, int] = {}
+        for _attempt in range(3):
+            left = status.status(self.plan, direction, self.timeout)
+            mirrored = {(p.topic, p.partition): p.position or 0 for p in left.partitions}
+            ends = waits.ends_reader(self.plan, side, self.timeout)()
+            behind = {tp: high - mirrored.get(tp, 0) for tp, (high, _stable) in ends.items()
+                      if mirrored.get(tp, 0) < high}
+            if not behind:
+                return {"late_offsets": late}
+            for (t, p), n in behind.items():
+                late[f"{t}/{p}"] = late.get(f"{t}/{p}", 0) + n
+            progress(f"  the {side} cluster took writes after the drain on {len(behind)} partition(s) (a producer "
+                     "the freeze missed): copying them before the clients switch")
+            self.drain(direction)
+            self.sync_groups(direction)
+        raise Refused(f"writes keep arriving on the {side} cluster after the freeze and the drain: "
+                      + ", ".join(f"{k} (+{n})" for k, n in sorted(late.items())[:10]),
+                      fix="make the freeze_producers hook stop every producer, then re-run to continue "
+                          "(or cutover rollback to resume where the clients are)")
 
     def reopen_mirror(self) -> Detail:
         return st.set_mark(self.plan, "open", self.action, self.run, self.timeout)
@@ -189,6 +218,11 @@ class DryRun:
     def reverse_mirror(self, on: bool) -> Detail:
         return self._would("start the reverse mirror (new -> old) in the background" if on else
                            "stop the background reverse mirror")
+
+    def still_drained(self, direction: st.Direction) -> Detail:
+        side = "old" if direction == "forward" else "new"
+        return self._would(f"check the {side} cluster took no write since the drain; copy any late record (a "
+                           "producer the freeze missed) and sync the groups again before the clients switch")
 
     def reopen_mirror(self) -> Detail:
         return self._would("mark the forward mirror as free to run again in its state on the new cluster (the "

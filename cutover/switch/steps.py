@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cutover.mirror.state import Direction
 from cutover.plan import ClusterSide, Plan, TablePair
 from cutover.switch import handover
 from cutover.switch.effects import Detail, Effects
@@ -22,6 +23,8 @@ POINT_OF_NO_RETURN = "switch-clients"
 FREEZE_STARTS, FREEZE_ENDS = "freeze-producers", "switch-clients"
 #: Promote's first step: it changes nothing, so an attempt that stopped there begins again.
 HOLD = "hold"
+#: The last step before the point of no return: nothing written on the side the clients leave is left behind.
+CHECK_DRAINED = "check-drained"
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,12 @@ def _hand_back(pair: TablePair) -> Callable[[Effects], Detail]:
     return act
 
 
+def _check(side: ClusterSide, direction: Direction) -> Step:
+    return Step(CHECK_DRAINED, f"check the {side} cluster took no write since the drain; a late record (a producer "
+                "the freeze missed) is copied, and the groups synced again, before the clients switch",
+                lambda fx: fx.still_drained(direction))
+
+
 def _reopen() -> Step:
     return Step("reopen-mirror", "let the forward mirror (old -> new) run again; the records the reverse mirror "
                 "carried back it maps to their originals on the new cluster, never copies twice",
@@ -88,6 +97,7 @@ def promote(plan: Plan) -> list[Step]:
         Step("sync-groups", "commit every group's exactly translated offsets on the new cluster",
              lambda fx: fx.sync_groups("forward")),
     ]
+    steps.append(_check("old", "forward"))
     if plan.spec.switch.reverse_mirror:
         steps.append(Step("start-reverse-mirror", "start the reverse mirror (new -> old) so rollback loses nothing",
                           lambda fx: fx.reverse_mirror(True)))
@@ -128,6 +138,7 @@ def rollback(plan: Plan, history: History) -> list[Step]:
              _stop_consumers("new")),
         Step("sync-groups", "commit every group's exactly translated offsets back on the old cluster",
              lambda fx: fx.sync_groups("reverse")),
+        _check("new", "reverse"),
         Step(POINT_OF_NO_RETURN, "point the routing file back at the old cluster; hook switch_clients",
              _switch("old")),
     ]

@@ -38,8 +38,8 @@ pytestmark = pytest.mark.usefixtures("spark")
 
 PARTITIONS = 3
 PROMOTE = ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers", "sync-groups",
-           "start-reverse-mirror", "switch-clients"]
-ROLLBACK = ["freeze-producers", "wait-quiet", "drain-reverse-mirror", "stop-consumers", "sync-groups",
+           "check-drained", "start-reverse-mirror", "switch-clients"]
+ROLLBACK = ["freeze-producers", "wait-quiet", "drain-reverse-mirror", "stop-consumers", "sync-groups", "check-drained",
             "switch-clients"]
 
 
@@ -561,5 +561,45 @@ def test_an_open_transaction_at_the_freeze_is_waited_out_or_refused_and_unmirror
         assert group_info(ClusterRef("new", new), group).offsets == {(topic, 0): 5, (topic, 1): 6}
         assert content(read_all(new, topic, 2)) == content(read_all(old, topic, 2))  # nothing left behind
         assert len(read_all(new, topic, 2)) == 33
+    finally:
+        background.stop(main)
+
+
+def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_clients_switch(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    """A producer the freeze missed writes on the old cluster after the drain (here: while the consumers
+    stop): promote copies it, and syncs the groups again, before the point of no return, so nothing
+    is left behind on the cluster the clients leave."""
+    from cutover.kafka.clients import ClusterRef
+    from cutover.kafka.offsets import commit_group, group_info
+    from tests.integration.kafka_util import produce
+    from tests.integration.mirror_util import content
+
+    old, new, topic, group = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders", f"{ns}.billing"
+    late = tmp_path / "late.py"
+    late.write_text("from confluent_kafka import Producer\n"
+                    f"p = Producer({old!r})\n"
+                    f"p.produce({topic!r}, b'late', partition=1)\n"
+                    "assert p.flush(30) == 0\n")
+    stop = _script(tmp_path / "stop", f'"{sys.executable}" "{late}"\n')
+    main = _plan(sandbox, ns, tmp_path, {"stop_consumers": stop}, tables=False)
+    create_topic(old, topic, 2)
+    produce(old, topic, [{"value": b"before %d" % i, "partition": i % 2} for i in range(20)])
+    commit_group(ClusterRef("old", old), group, {(topic, 0): 10, (topic, 1): 10})  # read everything
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    try:
+        promoted = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
+        assert promoted.code == 0, promoted.err
+        on_new = read_all(new, topic, 2)
+        assert content(on_new) == content(read_all(old, topic, 2)) and len(on_new) == 21  # the late one too
+        steps = {s.name: s for s in journal.read(journal.directory(main)).runs[-1].steps}
+        assert steps["check-drained"].detail["late_offsets"] == {f"{topic}/1": 1}, steps["check-drained"].detail
+        assert "copying them before the clients switch" in promoted.err
+        late_copy = [r for r in on_new if r.partition == 1][-1]
+        assert late_copy.value == b"late"
+        # the group had read all 10 of partition 1 before the late record: it reads the late one next
+        offsets = group_info(ClusterRef("new", new), group).offsets
+        assert offsets[(topic, 1)] == late_copy.offset, offsets
+        assert offsets[(topic, 0)] > max(r.offset for r in on_new if r.partition == 0), offsets
     finally:
         background.stop(main)

@@ -14,7 +14,7 @@ def test_promote_steps_and_the_rollback_chosen_by_the_point_of_no_return(tmp_pat
     plan = unit_plan(tmp_path)
     names = [s.name for s in steps.promote(plan)]
     assert names == ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers", "sync-groups",
-                     "start-reverse-mirror", "switch-clients", "hand-over:legacy.orders", "resume"]
+                     "check-drained", "start-reverse-mirror", "switch-clients", "hand-over:legacy.orders", "resume"]
     no_reverse = unit_plan(tmp_path, switch={"reverse_mirror": False})
     assert "start-reverse-mirror" not in [s.name for s in steps.promote(no_reverse)]
 
@@ -29,7 +29,7 @@ def test_promote_steps_and_the_rollback_chosen_by_the_point_of_no_return(tmp_pat
     late = journal.read(tmp_path / "late")
     assert [s.name for s in steps.rollback(plan, late)] == [
         "freeze-producers", "wait-quiet", "drain-reverse-mirror", "stop-consumers", "sync-groups",
-        "switch-clients", "hand-back:legacy.orders", "reopen-mirror", "resume"]
+        "check-drained", "switch-clients", "hand-back:legacy.orders", "reopen-mirror", "resume"]
 
 
 def test_the_dry_run_says_every_step_and_changes_nothing(tmp_path: Path) -> None:
@@ -43,6 +43,7 @@ def test_the_dry_run_says_every_step_and_changes_nothing(tmp_path: Path) -> None
     assert "run hook freeze_producers: " + str(tmp_path / "freeze.sh") + " --all cluster=old" in text
     assert "no stop_consumers hook: the operator does it by hand" in text
     assert f"write {tmp_path / 'routing.json'}: active=new" in text
+    assert "check the old cluster took no write since the drain; copy any late record" in text
     assert "legacy.orders: read the old writer's positions (offset columns of legacy.orders)" in text
     assert not (tmp_path / "routing.json").exists()
 
