@@ -212,7 +212,8 @@ class GroupConsumer(_Worker):
                                  "topic.metadata.refresh.interval.ms": 10_000})
             consumer.subscribe(self.topics)
             try:
-                self._consume(side, consumer)
+                if self._consume(side, consumer):
+                    continue  # joined without a topic it subscribed to: join again
             except KafkaException as exc:
                 # Not transient (the group moved on without this member): start again from the
                 # group's committed offsets. The record processed but not committed comes again,
@@ -225,8 +226,16 @@ class GroupConsumer(_Worker):
                     consumer.close()
             self._held("stop", "consumer.stopped")
 
-    def _consume(self, side: str, consumer: Consumer) -> None:
+    def _consume(self, side: str, consumer: Consumer) -> bool:
+        """Process records until stopped (False), or until the member's assignment has stayed without
+        a subscribed topic that exists (True: the caller joins again)."""
+        looked, short = time.monotonic(), 0
         while not self._stop.is_set() and not (self.ctl / "stop").exists():
+            if time.monotonic() - looked >= ASSIGNMENT_CHECK:
+                looked = time.monotonic()
+                short = short + 1 if _unassigned(consumer, self.topics) else 0
+                if short >= 2:
+                    return True
             msg = consumer.poll(0.2)
             if msg is None or msg.error():
                 continue
@@ -235,6 +244,30 @@ class GroupConsumer(_Worker):
                 self.seen.append(Sent(side, str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0),
                                       seq))
             _persist(consumer.commit, message=msg, asynchronous=False)
+        return False
+
+
+#: Seconds between looks at whether the sample group's member was assigned every subscribed topic.
+ASSIGNMENT_CHECK = 10.0
+
+
+def _unassigned(consumer: Consumer, topics: list[str]) -> set[str]:
+    """Subscribed topics that exist, while the member holds partitions of others but none of them.
+
+    librdkafka does not rebalance again for a topic that appeared in the metadata while the
+    group was rebalancing (confluentinc/librdkafka#3008), so a topic created just before the
+    sample group subscribed can stay unassigned for good; joining again picks it up. An empty
+    assignment (still joining, or the coordinator away) is not judged.
+    """
+    try:
+        assigned = {tp.topic for tp in consumer.assignment()}
+        if not assigned:
+            return set()
+        meta = consumer.list_topics(timeout=5)
+    except KafkaException:
+        return set()
+    return {t for t in topics if t in meta.topics and meta.topics[t].error is None and meta.topics[t].partitions
+            and t not in assigned}
 
 
 def _persist(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

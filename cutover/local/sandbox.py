@@ -619,16 +619,17 @@ class Sandbox:
         tmp.write_text(header + yaml.safe_dump(plan, sort_keys=False))
         tmp.replace(self.plan_file)
 
-    def down(self, purge: bool = False) -> dict[str, Any]:
-        """Stop both brokers. Data is kept unless purge; nothing outside the folder is touched."""
+    def down(self, purge: bool = False, kill: bool = False) -> dict[str, Any]:
+        """Stop both brokers. Data is kept unless purge; nothing outside the folder is touched. With
+        kill, SIGKILL at once (a throwaway sandbox: no controlled shutdown to wait for)."""
         if not self.exists():
             if purge and self.dir.exists():
                 shutil.rmtree(self.dir)
             return {"dir": str(self.dir), "stopped": [], "purged": purge}
         with self._locked():
             state = self._load()
-            stopped: list[str] = [s for s in SIDES if self._stop(state, s, kill=False)]
-            stopped += [p for p in ("catalog", "storage") if self._stop_lake(state, (p,))]
+            stopped: list[str] = [s for s in SIDES if self._stop(state, s, kill=kill)]
+            stopped += [p for p in ("catalog", "storage") if self._stop_lake(state, (p,), kill)]
         if purge:
             shutil.rmtree(self.dir)
         return {"dir": str(self.dir), "stopped": stopped, "purged": purge}

@@ -52,7 +52,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     box.up(catalog=None if reuse else kind)  # type: ignore[arg-type]
     yield box
     if not reuse:
-        box.down(purge=kind == "postgres")
+        box.down(purge=kind == "postgres", kill=kind != "postgres")  # thrown away (PostgreSQL stopped cleanly)
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def shaped_sandbox(factory: pytest.TempPathFactory, name: str, *up_args: str, re
         yield box
     finally:
         if not reuse:
-            box.down()
+            box.down(kill=True)  # thrown away: no controlled shutdown of every broker to wait for
 
 
 @pytest.fixture(scope="session")
