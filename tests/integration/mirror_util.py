@@ -118,12 +118,31 @@ class Traffic:
 class Feed:
     """Live traffic for fault tests: `Traffic.round()` in a background thread until `finish()`."""
 
-    def __init__(self, traffic: Traffic, records: int = 40, pause: float = 0.05) -> None:
+    def __init__(self, traffic: Traffic, records: int = 40, pause: float = 0.05, steady: bool = False) -> None:
         self.traffic, self.records, self.pause = traffic, records, pause
         self.stop = threading.Event()
         self.errors: list[str] = []
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.threads = [threading.Thread(target=self._run, daemon=True)]
+        if steady:  # plain records beside the rounds, which a transaction stuck on a killed broker can stall
+            self.threads.append(threading.Thread(target=self._steady, daemon=True))
+        for t in self.threads:
+            t.start()
+
+    def _steady(self) -> None:
+        """Plain records at a steady pace on their own idempotent producer: a broker killed under a
+        transaction can hold the rounds for minutes (the transactional producer waits out its
+        delivery timeout, then its abort), and a fault test needs records to flow meanwhile."""
+        producer = Producer({**self.traffic.props, **PRODUCER, "enable.idempotence": True})
+        rnd, n = random.Random(99), 0
+        while not self.stop.is_set():
+            n += 1
+            with contextlib.suppress(KafkaException, BufferError):
+                producer.produce(self.traffic.topic, value=b"steady %d" % n, key=b"k%d" % (n % 7),
+                                 partition=rnd.randrange(self.traffic.partitions),
+                                 timestamp=self.traffic.epoch_ms + n)
+            producer.poll(0)
+            self.stop.wait(self.pause)
+        producer.flush(30)
 
     def _run(self) -> None:
         while not self.stop.is_set():
@@ -140,7 +159,8 @@ class Feed:
 
     def finish(self) -> None:
         self.stop.set()
-        self.thread.join(60)
+        for t in self.threads:
+            t.join(60)
 
 
 def first_record(props: Mapping[str, str], group: str, topic: str, partition: int,

@@ -429,7 +429,7 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     assert "promote stopped at step wait-quiet: writes keep arriving on the old cluster after the freeze" in err
     rerun = cutover("promote", "--plan", str(main.file), "--execute")  # continues at wait-quiet, now quiet
     err = rerun.err
-    assert rerun.code == 1 and "[3/9] wait-quiet: wait until" in err and "hold: done earlier" in err, err
+    assert rerun.code == 1 and "[3/10] wait-quiet: wait until" in err and "hold: done earlier" in err, err
     assert ("promote stopped at step stop-consumers: hook stop_consumers (" + stop_hook + ") exited 3; "
             "its last lines:\n    consumers refused to stop") in err
     assert "cutover promote --execute again to continue from stop-consumers" in err

@@ -118,7 +118,7 @@ def test_leaders_and_the_coordinator_killed_while_the_mirror_copies(three: Sandb
     old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders"
     create_topic(old, topic, 3)
     scoped = scoped_plan(three.plan_file, ns, tmp_path)
-    feed = Feed(Traffic(old, topic, 3, seed=21, txn_id=f"{ns}-producer"), records=30, pause=0.1)
+    feed = Feed(Traffic(old, topic, 3, seed=21, txn_id=f"{ns}-producer"), records=30, pause=0.1, steady=True)
     ready = tmp_path / "ready"
     proc = start_mirror(scoped, "--ready-file", str(ready))
     stops: list[str] = []
