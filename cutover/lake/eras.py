@@ -45,7 +45,9 @@ class Span:
 
 def notes(snapshots: Iterable[stamps.Snapshot], current_id: int | None,
           properties: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Every hand-over note of the table, oldest first, each once (by its snapshot id)."""
+    """Every hand-over note of the table, oldest first, each once (by its snapshot id): the property's
+    in the order they were appended, then those only the lineage still has, in lineage order, all
+    ordered by commit time (a stable sort: notes of the same millisecond keep that order)."""
     by_snapshot: dict[int, dict[str, Any]] = {}
     for entry in json.loads(properties.get(K_HANDOVERS) or "[]"):
         by_snapshot[int(entry["snapshot"])] = entry
@@ -54,7 +56,7 @@ def notes(snapshots: Iterable[stamps.Snapshot], current_id: int | None,
         if raw and snap.snapshot_id not in by_snapshot:
             by_snapshot[snap.snapshot_id] = {**json.loads(raw), "snapshot": snap.snapshot_id,
                                              "timestamp-ms": snap.timestamp_ms}
-    return sorted(by_snapshot.values(), key=lambda n: (int(n.get("timestamp-ms", 0)), int(n["snapshot"])))
+    return sorted(by_snapshot.values(), key=lambda n: int(n.get("timestamp-ms", 0)))
 
 
 def appended(properties: Mapping[str, str], note: Mapping[str, Any], snapshot_id: int,

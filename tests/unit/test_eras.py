@@ -40,3 +40,11 @@ def test_the_notes_survive_snapshot_expiry_in_the_table_property() -> None:
     # both sources agree: a note found in the lineage and the property is one note
     both = [stamps.Snapshot(2, None, 20, {eras.K_HANDOVER: _note("forward", {0: 100}, {0: 130})})]
     assert len(eras.notes(both, 2, props)) == 2
+
+
+def test_notes_of_the_same_millisecond_keep_the_order_they_were_appended_in() -> None:
+    props: dict[str, str] = {}
+    for direction, snapshot in (("forward", 900), ("reverse", 100), ("forward", 500)):  # ids in no order
+        note = json.loads(_note(direction, {0: snapshot}, {0: snapshot + 1}))
+        props[eras.K_HANDOVERS] = eras.appended(props, note, snapshot, 0)
+    assert [n["direction"] for n in eras.notes([], None, props)] == ["forward", "reverse", "forward"]
