@@ -105,8 +105,3 @@ def sides(line: list[Span], offsets: Any) -> tuple[Any, Any]:
             new = new | inside
     return old, new
 
-
-def side_of(line: list[Span], offset: int) -> tuple[bool, bool]:
-    """`sides` of one offset."""
-    old, new = sides(line, [offset])
-    return bool(old[0]), bool(new[0])

@@ -66,7 +66,7 @@ class Live:
         return waits.cluster_quiet(self.plan, side, self.timeout)
 
     def drain(self, direction: st.Direction) -> Detail:
-        from cutover.mirror import runner, status
+        from cutover.mirror import runner
 
         if direction == "reverse":
             background.stop(self.plan)
@@ -79,13 +79,18 @@ class Live:
             raise CutoverError(f"the {direction} mirror reports data deleted on the source before it was copied: "
                                + ", ".join(f"{p.topic}/{p.partition}" for p in summary.gaps),
                                fix="cutover mirror status shows the ranges; decide whether to go on by hand")
-        left = status.status(self.plan, direction, self.timeout)
-        waits.drained(self.plan, "old" if direction == "forward" else "new",
-                      {(p.topic, p.partition): p.position or 0 for p in left.partitions}, self.timeout)
+        waits.drained(self.plan, "old" if direction == "forward" else "new", self._mirrored(direction), self.timeout)
         detail: Detail = {"records": summary.records, "fenced_shards": fenced}
         if direction == "reverse":  # every cycle's so far: the rollback's summary takes this cycle's share
             detail["carried_back_total"] = carried_back(self.plan, self.timeout)
         return detail
+
+    def _mirrored(self, direction: st.Direction) -> dict[tuple[str, int], int]:
+        """Each partition's position in the mirror's committed progress."""
+        from cutover.mirror import status
+
+        left = status.status(self.plan, direction, self.timeout)
+        return {(p.topic, p.partition): p.position or 0 for p in left.partitions}
 
     def groups_empty(self, side: ClusterSide) -> Detail:
         return waits.groups_empty(self.plan, side, self.timeout)
@@ -114,20 +119,15 @@ class Live:
         missed wrote meanwhile is copied after all and the groups synced again, so it is not left behind on
         the cluster the clients leave. (Before promote's reverse mirror starts: it reads the forward map
         and the old cluster's end once, when it starts.)"""
-        from cutover.mirror import status
-
         side: ClusterSide = "old" if direction == "forward" else "new"
         late: dict[str, int] = {}
         for _attempt in range(3):
-            left = status.status(self.plan, direction, self.timeout)
-            mirrored = {(p.topic, p.partition): p.position or 0 for p in left.partitions}
             ends = waits.ends_reader(self.plan, side, self.timeout)()
-            behind = {tp: high - mirrored.get(tp, 0) for tp, (high, _stable) in ends.items()
-                      if mirrored.get(tp, 0) < high}
+            behind = waits.left_behind(ends, self._mirrored(direction))
             if not behind:
                 return {"late_offsets": late}
-            for (t, p), n in behind.items():
-                late[f"{t}/{p}"] = late.get(f"{t}/{p}", 0) + n
+            for (t, p), (position, high) in behind.items():
+                late[f"{t}/{p}"] = late.get(f"{t}/{p}", 0) + high - position
             progress(f"  the {side} cluster took writes after the drain on {len(behind)} partition(s) (a producer "
                      "the freeze missed): copying them before the clients switch")
             self.drain(direction)

@@ -170,12 +170,16 @@ def drained(plan: Plan, side: ClusterSide, positions: dict[TP, int], timeout: fl
     pending = _open(ends)
     if pending:
         raise _open_refusal(f"the {side} cluster", pending, 0, ClusterRef.of(plan, side).bootstrap)
-    behind = {tp: (positions.get(tp, 0), high) for tp, (high, _stable) in ends.items()
-              if positions.get(tp, 0) < high}
+    behind = left_behind(ends, positions)
     if behind:
         raise CutoverError("the mirror is still behind after draining: " + ", ".join(
             f"{t}/{p} at {a} of {b}" for (t, p), (a, b) in sorted(behind.items())[:10]),
             fix="writes are still arriving: check the freeze, then re-run to continue")
+
+
+def left_behind(ends: Ends, positions: dict[TP, int]) -> dict[TP, tuple[int, int]]:
+    """Partitions whose mirrored position is below the high watermark: (position, high watermark)."""
+    return {tp: (positions.get(tp, 0), high) for tp, (high, _stable) in ends.items() if positions.get(tp, 0) < high}
 
 
 def groups_empty(plan: Plan, side: ClusterSide, timeout: float, clock: Clock | None = None) -> dict[str, Any]:

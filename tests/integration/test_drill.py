@@ -154,8 +154,9 @@ def test_the_demo_runs_the_full_migration_and_sums_it_up(sandbox: Sandbox) -> No
     from tests.integration.demo_util import run_demo
 
     if catalog_kind() == "postgres":  # CI's hour: the demo runs on SQLite, REST and three brokers already
-        pytest.skip("the demo runs on the SQLite and REST catalogs and on three brokers; PostgreSQL's catalog "
-                    "is Iceberg's JdbcCatalog as SQLite's is, and test_handover's lake test runs on it")
+        pytest.skip("kept out of CI's hour: the demo runs on the SQLite and REST catalogs and on three brokers; "
+                    "PostgreSQL's catalog is Iceberg's JdbcCatalog as SQLite's is, and test_handover's lake test "
+                    "runs on it")
 
     s, result = run_demo(sandbox.dir)
     assert result["steps"][12]["detail"]["carried_back"] == s["carried_back"]

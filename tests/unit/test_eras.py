@@ -21,9 +21,9 @@ def test_two_cycles_cut_each_partition_into_eras_of_alternating_clusters() -> No
     lines = eras.spans(eras.notes(snaps, 5, {}))
     assert lines[0] == [Span("old", 0, 100), Span("new", 130, 190), Span("old", 160, 200), Span("new", 240, None)]
     assert lines[1] == [Span("old", 0, 7), Span("new", 9, 9), Span("old", 7, 12), Span("new", 15, None)]
-    assert eras.side_of(lines[0], 99) == (True, False) and eras.side_of(lines[0], 100) == (False, False)
-    assert eras.side_of(lines[0], 135) == (False, True) and eras.side_of(lines[0], 170) == (True, True)
-    assert eras.side_of(lines[0], 195) == (True, False) and eras.side_of(lines[0], 10**9) == (False, True)
+    old, new = eras.sides(lines[0], [99, 100, 135, 170, 195, 10**9])
+    assert [(bool(a), bool(b)) for a, b in zip(old, new, strict=True)] == [
+        (True, False), (False, False), (False, True), (True, True), (True, False), (False, True)]
     assert eras.spans(eras.notes(snaps[:1], 1, {})) == {}  # never handed over: one cluster's offsets
 
 
