@@ -129,11 +129,20 @@ class _ClientLog:
         client_log.log(level, "%s", text)
 
 
-def admin(ref: ClusterRef) -> AdminClient:
+def admin(ref: ClusterRef, warm_for: float | None = None) -> AdminClient:
+    """An admin client. `warm_for` (a timeout): read the cluster's metadata first, for a client whose first
+    call lists offsets: librdkafka then knows every partition's leader, where a cold client's first
+    ListOffsets now and then waits 1 to 3 s for them (measured here: 3 of 12 fresh clients)."""
     try:
-        return AdminClient(ref.config())
+        client = AdminClient(ref.config())
     except KafkaException as exc:
         raise _bad_property(ref, exc) from None
+    if warm_for is not None:
+        try:
+            client.list_topics(timeout=warm_for)
+        except KafkaException as exc:
+            raise ref.failure(exc, "reading the cluster's metadata", client) from None
+    return client
 
 
 def _bad_property(ref: ClusterRef, exc: KafkaException) -> UsageError:

@@ -29,7 +29,7 @@ T = TypeVar("T")
 #: Transient answers: leadership or a coordinator moving or loading, or a topic created a moment ago.
 _TRANSIENT = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
               KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_LEADER_FOR_PARTITION,
-              KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+              KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION}
 
 
 def transient(err: Any) -> bool:
@@ -112,7 +112,7 @@ def log_offsets(ref: ClusterRef, tps: Iterable[TP], which: str = "end",
     tps = list(tps)
     if not tps:
         return {}
-    admin_client = client or admin(ref)
+    admin_client = client if client is not None else admin(ref, warm_for=timeout)  # an idle one is falsy
     spec = OffsetSpec.earliest() if which == "start" else OffsetSpec.latest()  # type: ignore[no-untyped-call]
     isolation = IsolationLevel.READ_UNCOMMITTED if which == "high" else IsolationLevel.READ_COMMITTED
     done = retrying(ref, admin_client, lambda: admin_client.list_offsets(
@@ -144,7 +144,7 @@ def groups_info(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_TIM
     """Members and committed offsets of many groups: one describe, and the offset reads in flight together."""
     if not groups:
         return {}
-    c = client or admin(ref)
+    c = client if client is not None else admin(ref)
     desc = _describe(ref, c, groups, timeout)
 
     def reads() -> dict:  # type: ignore[type-arg]
@@ -166,7 +166,7 @@ def groups_info(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_TIM
 def group_members(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_TIMEOUT,
                   client: AdminClient | None = None) -> dict[str, int]:
     """Members per group, for many groups in one request."""
-    desc = _describe(ref, client or admin(ref), groups, timeout) if groups else {}
+    desc = _describe(ref, client if client is not None else admin(ref), groups, timeout) if groups else {}
     return {g: len(d.members or []) for g, d in desc.items()}
 
 
@@ -183,7 +183,7 @@ def commit_group(ref: ClusterRef, group: str, offsets: dict[TP, int], timeout: f
     are refused: each answer is checked, transient ones (a topic created a moment ago, a
     coordinator moving) are retried until `timeout`, and any other refusal is raised.
     """
-    client = client or admin(ref)
+    client = client if client is not None else admin(ref)
     todo = dict(offsets)
     deadline = time.monotonic() + timeout
     while todo:

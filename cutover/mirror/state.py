@@ -553,8 +553,14 @@ def closed_by_switch(mark: dict[str, Any] | None) -> str | None:
 
 
 def note(rt: Route, records: list[tuple[bytes, bytes]], timeout: float = DEFAULT_TIMEOUT) -> None:
-    """Write records to the progress topic outside any mirror transaction (idempotent producer)."""
-    producer = Producer(rt.target.config(**{"enable.idempotence": True}))
+    """Write records to the progress topic outside any mirror transaction.
+
+    Every record here is keyed by what it describes (a group, a topic, the switch's mark) and read
+    back last-write-wins, so a retried duplicate changes nothing; one request in flight keeps their
+    order. Not idempotent on purpose: a fresh idempotent producer first waits about 0.5 s for its
+    producer id, and promote writes here inside its freeze window (the mark, the groups' sync)."""
+    producer = Producer(rt.target.config(**{"enable.idempotence": False, "acks": "all",
+                                            "max.in.flight.requests.per.connection": 1}))
     failures: list[KafkaError] = []
     for key, value in records:
         producer.produce(rt.progress_topic, key=key, value=value, partition=0,

@@ -7,6 +7,7 @@ refusals) and only then applied, so a refusal leaves the target untouched.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ from confluent_kafka.admin import (
 
 from cutover.errors import Refused, UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
-from cutover.kafka.offsets import committed_records, wait_all
+from cutover.kafka.offsets import again_while_transient, committed_records, wait_all
 from cutover.mirror import state as st
 from cutover.mirror.state import Route
 
@@ -164,9 +165,10 @@ def _foreign(ref: ClusterRef, topic: str, have: int, want: int, partitions: list
     if have < want:
         problems.append(f"{topic} on {ref.describe()} has {have} partitions, the source has {want}")
     consumer = Consumer(ref.config(**{"group.id": "cutover-inspect", "enable.auto.commit": False}))
-    try:
-        held = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-                for p in partitions if p < have}
+    try:  # a topic another shard created a moment ago may have no leader yet: asked again until `timeout`
+        held = again_while_transient(lambda: {p: consumer.get_watermark_offsets(TopicPartition(topic, p),
+                                                                                 timeout=timeout)
+                                              for p in partitions if p < have}, timeout, lambda: time.sleep(0.2))
     except KafkaException as exc:
         raise ref.failure(exc, f"reading the offsets of {topic}", consumer) from None
     finally:
