@@ -1,6 +1,6 @@
 """Switch bench: the freeze window of `cutover promote` vs the same switch done by hand.
 
-    .venv/bin/python bench/switch_bench.py [--topics 12] [--partitions 12] [--groups 20] [--quiet 2]
+    .venv/bin/python bench/switch_bench.py [--topics 12] [--partitions 12] [--groups 20] [--quiet 2] [--repeat 3]
 
 Brings up a throwaway sandbox, creates TOPICS topics of PARTITIONS partitions on the old
 cluster with 500 records per partition, GROUPS consumer groups with committed offsets on
@@ -13,8 +13,10 @@ three topics each, and mirrors everything. Then, on the same clusters:
    freeze/stop hooks: the freeze window it journals (producer freeze to clients
    switched), per step.
 
-Prints a Markdown table; the ratio is promote's window over the baseline, with and
-without the quiet period (a policy wait: `gates.quiet_period`).
+Then rollback, and again, REPEAT rounds (each promote after the first is a new cycle).
+Prints a Markdown table, one row per round; the ratio is promote's window over the
+baseline. The quiet period (`gates.quiet_period`, a policy wait) starts at wait-quiet and
+is held on, if the drain and the groups' sync were shorter, in check-drained.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=12)
     ap.add_argument("--groups", type=int, default=20)
     ap.add_argument("--quiet", type=float, default=2.0, help="gates.quiet_period, seconds")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of by hand, promote, rollback")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="cutover-switch-bench-") as tmp:
         box = Sandbox(Path(tmp) / "sandbox")
@@ -100,6 +103,23 @@ def run(box: Sandbox, tmp: Path, args: argparse.Namespace) -> None:
         commit_group(ref, f"bench-g{g:02d}", {(t, p): 250 for t in mine for p in range(args.partitions)})
     cli("mirror", "--plan", str(plan), "--until-caught-up")
 
+    rows = [_round(old, topics, plan, tmp, args) for _ in range(args.repeat)]
+    print("| topics x partitions | groups | round | by hand: drain + sync + routing (s) | promote freeze window (s) "
+          "| wait-quiet (s) | quiet period held on in check-drained (s) | window / by hand |")
+    print("|---|---|---|---|---|---|---|---|")
+    for i, (by_hand, drain, window, took, _detail) in enumerate(rows, 1):
+        print(f"| {args.topics} x {args.partitions} | {args.groups} | {i} | {by_hand:.1f} (drain {drain:.1f}) | "
+              f"{window:.1f} | {took['wait-quiet']:.1f} | {took['check-drained']:.1f} | {window / by_hand:.2f}x |")
+    ratios = sorted(r[2] / r[0] for r in rows)
+    print(f"\nmedian window / by hand over {len(rows)} round(s): {ratios[len(ratios) // 2]:.2f}x")
+    for i, (_b, _d, _w, took, detail) in enumerate(rows, 1):
+        print(f"round {i} promote steps: " + ", ".join(f"{n} {sec:.1f}s" for n, sec in took.items()))
+        print(f"round {i} reverse mirror: {detail}")
+
+
+def _round(old: dict[str, str], topics: list[str], plan: Path, tmp: Path,
+           args: argparse.Namespace) -> tuple[float, float, float, dict[str, float], str]:
+    """By hand, then promote, then rollback (which also makes the next round's promote a new cycle)."""
     produce(old, topics, args.partitions, 50)
     began = time.monotonic()
     cli("mirror", "--plan", str(plan), "--until-caught-up")
@@ -114,15 +134,10 @@ def run(box: Sandbox, tmp: Path, args: argparse.Namespace) -> None:
     result = cli("promote", "--plan", str(plan), "--execute")
     window = result["freeze_window"]["seconds"]
     took = {s["name"]: s["seconds"] for s in result["steps"]}
-    quiet = took["wait-quiet"]
-    print("| topics x partitions | groups | by hand: drain + sync + routing (s) | promote freeze window (s) | "
-          "of which wait-quiet (s) | window / by hand | window without quiet / by hand |")
-    print("|---|---|---|---|---|---|---|")
-    print(f"| {args.topics} x {args.partitions} | {args.groups} | {by_hand:.1f} (drain {drained - began:.1f}) | "
-          f"{window:.1f} | {quiet:.1f} | {window / by_hand:.2f}x | {(window - quiet) / by_hand:.2f}x |")
-    print()
-    print("promote steps: " + ", ".join(f"{n} {s:.1f}s" for n, s in took.items()))
+    start = next(s["detail"] for s in result["steps"] if s["name"] == "start-reverse-mirror")
+    detail = "armed before the freeze" if start.get("armed_before_freeze") else "started inside the window"
     cli("rollback", "--plan", str(plan), "--execute")  # stops the detached reverse mirror
+    return by_hand, drained - began, window, took, detail
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,12 +33,18 @@ _reverse = click.option("--reverse", is_flag=True,
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
 @click.option("--ready-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Create FILE once the mirror owns its partitions and is copying (for supervisors).")
+@click.option("--armed-file", type=click.Path(dir_okay=False), metavar="FILE", hidden=True,
+              help="(promote) Start armed: create FILE once started, then wait for --go-file before copying.")
+@click.option("--go-file", type=click.Path(dir_okay=False), metavar="FILE", hidden=True)
+@click.option("--armed-by", type=int, metavar="PID", hidden=True,
+              help="(promote) While armed, exit without copying if this parent process goes.")
 @output_option
 @timeout_option(whole=False)
 @click.pass_context
 def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, shard: str, reverse: bool,
                  allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, ready_file: str | None,
-                 fmt: Format, timeout: float) -> int:
+                 armed_file: str | None, go_file: str | None, armed_by: int | None, fmt: Format,
+                 timeout: float) -> int:
     """Copy the plan's topics and consumer-group offsets, exactly once, from the old cluster to the new.
 
     Runs until SIGINT/SIGTERM (finishing the transaction in flight, if one is open) or,
@@ -52,12 +59,18 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
     from cutover.mirror.shard import Shard
     from cutover.plan import load_plan
 
+    if armed_file and not (go_file and armed_by):
+        raise UsageError("--armed-file needs --go-file and --armed-by", fix="these are for cutover promote only")
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
                           allow_rewind=allow_rewind, metrics_port=metrics_port, timeout=timeout,
                           on_ready=(lambda: Path(ready_file).touch()) if ready_file else None)
     plan = load_plan(plan_file)
     with stop_on_signals() as stop:
+        if armed_file and go_file and armed_by:
+            from cutover.switch import background
+
+            opts = replace(opts, gate=lambda: background.await_go(Path(armed_file), Path(go_file), armed_by, stop))
         summary = runner.run(plan, opts, stop)
     emit(summary, fmt, _render_summary)
     return 0

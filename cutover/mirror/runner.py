@@ -10,12 +10,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka.admin import AdminClient
+
 from cutover.common import NETWORK_TIMEOUT, TP, in_flight
 from cutover.errors import Refused
+from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
 from cutover.mirror import groups, topics
@@ -46,6 +49,10 @@ class Options:
     batch_seconds: float = 0.5
     #: Called once the process owns its partitions and knows where each resumes.
     on_ready: Callable[[], None] | None = None
+    #: An armed start (promote's reverse mirror, started before the freeze): called after the producer's
+    #: init and the state's load, before anything that depends on the other direction's progress is read;
+    #: it blocks until the switch says go (True) or the run is called off (False: exit, nothing copied).
+    gate: Callable[[], bool] | None = None
     #: The switch's own drain: runs although the switch has closed the forward mirror to everyone else.
     for_switch: bool = False
 
@@ -60,9 +67,19 @@ class Run:
     topics: dict[str, int] = field(default_factory=dict)
     prior: dict[TP, PartitionMap] | None = None
     group_outcomes: list[groups.GroupOutcome] = field(default_factory=list)
+    #: One admin client per side for the run's offset reads (a new client per read costs its
+    #: connections and metadata, and a cold one now and then 1 to 3 s waiting for leaders).
+    _admins: dict[str, AdminClient] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rt = st.route(self.plan, self.opts.direction)
+
+    def offsets(self, side: str, tps: Iterable[TP], which: str) -> dict[TP, int]:
+        """Log offsets on the run's "source" or "target" cluster, through the run's client for that side."""
+        ref = self.rt.source if side == "source" else self.rt.target
+        if side not in self._admins:
+            self._admins[side] = admin(ref, warm_for=self.opts.timeout)
+        return log_offsets(ref, tps, which, self.opts.timeout, self._admins[side])
 
 
 def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
@@ -81,6 +98,10 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)
         if opts.direction == "forward" and not opts.for_switch:
             _refuse_while_switched(plan, state.marks)  # closed while this process was starting
+        if opts.gate is not None:
+            if not opts.gate():
+                return _summary(r, copier, 0.0)
+            r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)  # as of go
         if opts.direction == "reverse":
             fwd = st.route(plan, "forward")
             r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
@@ -134,11 +155,11 @@ def _owned(r: Run) -> list[TP]:
 def _starting_points(r: Run, state: st.MirrorState, assigned: set[TP]) -> dict[TP, PartitionMap]:
     """Where each newly owned partition resumes: committed progress, else where it must begin."""
     todo = [tp for tp in _owned(r) if tp not in assigned]
-    starts = log_offsets(r.rt.source, todo, "start", r.opts.timeout)
+    starts = r.offsets("source", todo, "start")
     resumed = [tp for tp in todo if tp in state.partitions]
-    highs = log_offsets(r.rt.source, resumed, "high", r.opts.timeout)
+    highs = r.offsets("source", resumed, "high")
     fresh = [tp for tp in todo if tp not in state.partitions]
-    target_ends = log_offsets(r.rt.target, fresh, "end", r.opts.timeout)
+    target_ends = r.offsets("target", fresh, "end")
     out = {}
     for tp in todo:
         pm = state.partitions.get(tp)
@@ -163,8 +184,8 @@ def _starting_points(r: Run, state: st.MirrorState, assigned: set[TP]) -> dict[T
 
 
 def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
-    opts, rt = r.opts, r.rt
-    goal = log_offsets(rt.source, copier.maps, "end", opts.timeout) if opts.until_caught_up else {}
+    opts = r.opts
+    goal = r.offsets("source", copier.maps, "end") if opts.until_caught_up else {}
     started = last_report = time.monotonic()
     last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
     reported = (0, 0, 0)
@@ -224,7 +245,7 @@ def _follow_topics(r: Run, copier: Copier) -> None:
 
 def _report(r: Run, copier: Copier, metrics: Metrics, elapsed: float,
             before: tuple[int, int, int]) -> tuple[int, int, int]:
-    ends = log_offsets(r.rt.source, copier.maps, "end", r.opts.timeout)
+    ends = r.offsets("source", copier.maps, "end")
     metrics.observe(r.rt.direction, ends, copier.maps)
     t = copier.totals
     metrics.copied(r.rt.direction, t.records - before[0], t.bytes - before[1], t.transactions - before[2])

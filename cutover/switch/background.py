@@ -1,5 +1,12 @@
 """The reverse mirror promote leaves running: a detached `cutover mirror --reverse` process.
 
+Promote arms it before the freeze: the process starts, fences the reverse direction's
+older instances, loads its own state, then waits for a go file, copying nothing and
+reading nothing of the forward direction's progress. Inside the freeze window,
+start-reverse-mirror only writes the go file and waits until the process has read the
+forward map and the old cluster's ends (the drain's outcome) and owns its partitions. An
+armed process whose promote goes away (refused, killed) exits without copying.
+
 Its pid and log live in the journal folder. It only keeps the old cluster close behind
 the new one; nothing depends on it surviving: its progress lives in the old cluster,
 and rollback drains the reverse mirror in-process (fencing this one) before it moves
@@ -10,6 +17,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,9 +31,19 @@ from cutover.switch import journal
 READY_TIMEOUT = 120.0
 
 
+GO_POLL = 0.05
+#: The armed process this promote spawned, by plan file: start() hands the go to it.
+_armed: dict[str, subprocess.Popen[bytes]] = {}
+
+
 def _files(plan: Plan) -> tuple[Path, Path, Path]:
     folder = journal.directory(plan)
     return folder / "reverse-mirror.pid", folder / "reverse-mirror.log", folder / "reverse-mirror.ready"
+
+
+def _gate_files(plan: Plan) -> tuple[Path, Path]:
+    folder = journal.directory(plan)
+    return folder / "reverse-mirror.armed", folder / "reverse-mirror.go"
 
 
 def running(plan: Plan) -> int | None:
@@ -42,18 +61,70 @@ def _plan_path(plan: Plan) -> str:
     return str(Path(plan.file).resolve())
 
 
-def start(plan: Plan) -> dict[str, Any]:
+def arm(plan: Plan) -> dict[str, Any]:
+    """Spawn the reverse mirror armed (before the freeze) and wait until it waits for the go."""
     pid = running(plan)
     if pid is not None:
         return {"pid": pid, "already_running": True}
     pid_file, log_file, ready = _files(plan)
-    ready.unlink(missing_ok=True)
+    armed, go = _gate_files(plan)
+    for f in (ready, armed, go):
+        f.unlink(missing_ok=True)
+    proc = process.spawn(["mirror", "--plan", _plan_path(plan), "--reverse", "--ready-file", str(ready),
+                          "--armed-file", str(armed), "--go-file", str(go), "--armed-by", str(os.getpid())],
+                         log_file, cwd=plan.base_dir)
+    pid_file.write_text(f"{proc.pid}\n")
+    process.wait_ready(proc, armed.exists, log_file, READY_TIMEOUT, "the reverse mirror (armed)")
+    _armed[_plan_path(plan)] = proc
+    progress(f"  reverse mirror armed (pid {proc.pid}, log {log_file}): it copies nothing until the switch")
+    return {"pid": proc.pid, "log": str(log_file), "armed": True}
+
+
+def await_go(armed: Path, go: Path, parent: int, stop: threading.Event) -> bool:
+    """In the armed process: True once the go file exists; False if the run is called off first (a signal,
+    or the promote that armed it is gone)."""
+    armed.touch()
+    progress(f"armed: waiting for {go} (from cutover promote, pid {parent})")
+    while not go.exists():
+        if stop.is_set() or os.getppid() != parent:
+            progress("armed reverse mirror called off before the switch: exiting, nothing copied")
+            return False
+        time.sleep(GO_POLL)
+    return True
+
+
+def start(plan: Plan) -> dict[str, Any]:
+    pid_file, log_file, ready = _files(plan)
+    armed, go = _gate_files(plan)
+    proc = _armed.pop(_plan_path(plan), None)
+    pid = running(plan)
+    if proc is not None and pid == proc.pid and not ready.exists():
+        started = time.monotonic()
+        go.touch()
+        process.wait_ready(proc, ready.exists, log_file, READY_TIMEOUT, "the reverse mirror", every=GO_POLL)
+        progress(f"  reverse mirror running (pid {proc.pid}, armed before the freeze; "
+                 f"{time.monotonic() - started:.1f}s from go to ready)")
+        return {"pid": proc.pid, "log": str(log_file), "armed_before_freeze": True}
+    if pid is not None and not ready.exists():  # armed by a promote that is gone: it is exiting or must
+        stop(plan)
+    elif pid is not None:
+        return {"pid": pid, "already_running": True}
+    for f in (ready, armed, go):
+        f.unlink(missing_ok=True)
     proc = process.spawn(["mirror", "--plan", _plan_path(plan), "--reverse", "--ready-file", str(ready)], log_file,
                          cwd=plan.base_dir)
     pid_file.write_text(f"{proc.pid}\n")
     process.wait_ready(proc, ready.exists, log_file, READY_TIMEOUT, "the reverse mirror")
     progress(f"  reverse mirror running (pid {proc.pid}, log {log_file})")
     return {"pid": proc.pid, "log": str(log_file)}
+
+
+def disarm(plan: Plan) -> None:
+    """The promote that armed the reverse mirror stopped before saying go: stop the armed process (it would
+    exit anyway once this process is gone, but a process that goes on, a drill's, would keep it)."""
+    proc = _armed.pop(_plan_path(plan), None)
+    if proc is not None and proc.poll() is None and running(plan) == proc.pid:
+        stop(plan)
 
 
 def stop(plan: Plan, timeout: float = 60.0) -> dict[str, Any]:

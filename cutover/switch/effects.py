@@ -8,10 +8,11 @@ implementation at the top (STYLE.md, "dry-run is a second implementation").
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cutover.errors import CutoverError, Refused
+from cutover.errors import CutoverError
 from cutover.mirror import state as st
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
@@ -27,6 +28,7 @@ class Effects(Protocol):
     def drain(self, direction: st.Direction) -> Detail: ...
     def groups_empty(self, side: ClusterSide) -> Detail: ...
     def sync_groups(self, direction: st.Direction) -> Detail: ...
+    def arm_reverse_mirror(self) -> Detail: ...
     def reverse_mirror(self, on: bool) -> Detail: ...
     def still_drained(self, direction: st.Direction) -> Detail: ...
     def reopen_mirror(self) -> Detail: ...
@@ -45,6 +47,10 @@ class Live:
         self.recheck = recheck
         #: set by the walker: the step running now (for hook environments)
         self.step = ""
+        #: per side, from wait-quiet to check-drained: since when its end offsets stood still, and where
+        self._still: dict[ClusterSide, waits.Still] = {}
+        #: per direction, the positions this run's last drain committed (its summary: no state read)
+        self._drained: dict[st.Direction, dict[tuple[str, int], int]] = {}
 
     def hook(self, event: str, **context: str | None) -> Detail | None:
         env = hooks.environment(self.plan, **{"action": self.action, "run": self.run, "step": self.step,
@@ -63,7 +69,10 @@ class Live:
         return detail
 
     def quiet(self, side: ClusterSide) -> Detail:
-        return waits.cluster_quiet(self.plan, side, self.timeout)
+        detail = waits.cluster_quiet(self.plan, side, self.timeout)
+        highs = {(k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])): h for k, h in detail["ends"].items()}
+        self._still[side] = (time.monotonic() - detail["still_seconds"], highs)
+        return detail
 
     def drain(self, direction: st.Direction) -> Detail:
         from cutover.mirror import runner
@@ -79,15 +88,21 @@ class Live:
             raise CutoverError(f"the {direction} mirror reports data deleted on the source before it was copied: "
                                + ", ".join(f"{p.topic}/{p.partition}" for p in summary.gaps),
                                fix="cutover mirror status shows the ranges; decide whether to go on by hand")
-        waits.drained(self.plan, "old" if direction == "forward" else "new", self._mirrored(direction), self.timeout)
+        positions = {(p.topic, p.partition): p.position for p in summary.partitions}
+        waits.drained(self.plan, "old" if direction == "forward" else "new", positions, self.timeout)
+        self._drained[direction] = positions
         detail: Detail = {"records": summary.records, "fenced_shards": fenced}
         if direction == "reverse":  # every cycle's so far: the rollback's summary takes this cycle's share
             detail["carried_back_total"] = carried_back(self.plan, self.timeout)
         return detail
 
     def _mirrored(self, direction: st.Direction) -> dict[tuple[str, int], int]:
-        """Each partition's position in the mirror's committed progress."""
+        """Each partition's position in the mirror's committed progress: as this run's drain left it, else (a
+        run resumed after the drain) as the mirror's state says."""
         from cutover.mirror import status
+
+        if direction in self._drained:
+            return dict(self._drained[direction])
 
         left = status.status(self.plan, direction, self.timeout)
         return {(p.topic, p.partition): p.position or 0 for p in left.partitions}
@@ -111,31 +126,27 @@ class Live:
         return {"groups": {o.group: {f"{t}/{p}": off for (t, p), off in sorted(o.committed.items())}
                            for o in outcomes}, "unmirrored": unmirrored}
 
+    def arm_reverse_mirror(self) -> Detail:
+        return background.arm(self.plan)
+
     def reverse_mirror(self, on: bool) -> Detail:
         return background.start(self.plan) if on else background.stop(self.plan)
 
     def still_drained(self, direction: st.Direction) -> Detail:
-        """After the groups' sync: the source took no write since the drain. A record a producer the freeze
-        missed wrote meanwhile is copied after all and the groups synced again, so it is not left behind on
-        the cluster the clients leave. (Before promote's reverse mirror starts: it reads the forward map
-        and the old cluster's end once, when it starts.)"""
+        """After the groups' sync: the source took no write since the drain, and its end offsets have stood
+        still for the quiet period since wait-quiet. A record a producer the freeze missed wrote meanwhile is
+        copied after all and the groups synced again, so it is not left behind on the cluster the clients
+        leave. (Before promote's reverse mirror starts: it reads the forward map and the old cluster's end
+        once, when it starts.)"""
         side: ClusterSide = "old" if direction == "forward" else "new"
-        late: dict[str, int] = {}
-        for _attempt in range(3):
-            ends = waits.ends_reader(self.plan, side, self.timeout)()
-            behind = waits.left_behind(ends, self._mirrored(direction))
-            if not behind:
-                return {"late_offsets": late}
-            for (t, p), (position, high) in behind.items():
-                late[f"{t}/{p}"] = late.get(f"{t}/{p}", 0) + high - position
-            progress(f"  the {side} cluster took writes after the drain on {len(behind)} partition(s) (a producer "
-                     "the freeze missed): copying them before the clients switch")
+
+        def redrain() -> None:
             self.drain(direction)
             self.sync_groups(direction)
-        raise Refused(f"writes keep arriving on the {side} cluster after the freeze and the drain: "
-                      + ", ".join(f"{k} (+{n})" for k, n in sorted(late.items())[:10]),
-                      fix="make the freeze_producers hook stop every producer, then re-run to continue "
-                          "(or cutover rollback to resume where the clients are)")
+
+        since = self._still.pop(side, None) or (time.monotonic(), None)
+        return waits.still(waits.ends_reader(self.plan, side, self.timeout), lambda: self._mirrored(direction),
+                           redrain, float(self.plan.spec.gates.quiet_period), since, f"the {side} cluster")
 
     def reopen_mirror(self) -> Detail:
         return st.set_mark(self.plan, "open", self.action, self.run, self.timeout)
@@ -185,9 +196,11 @@ class DryRun:
 
     def quiet(self, side: ClusterSide) -> Detail:
         g = self.plan.spec
-        return self._would(f"wait until the {side} cluster's end offsets stand still for {g.gates.quiet_period:.0f}s "
-                           "and no transaction is open on its partitions (refuse, naming them, after "
-                           f"{g.switch.quiet_timeout:.0f}s)")
+        floor = min(float(g.gates.quiet_period), waits.QUIET_FLOOR)
+        return self._would(f"wait until the {side} cluster's end offsets stand still for {floor:.1f}s and no "
+                           "transaction is open on its partitions (refuse, naming them, after "
+                           f"{g.switch.quiet_timeout:.0f}s); the rest of the {g.gates.quiet_period:.0f}s quiet "
+                           "period is checked across the drain, at check-drained")
 
     def drain(self, direction: st.Direction) -> Detail:
         closing = "close the forward mirror to every other process (in its state), then " \
@@ -215,6 +228,10 @@ class DryRun:
                         f"left alone (its consumers of those topics must keep reading the {src} cluster)")
         return detail
 
+    def arm_reverse_mirror(self) -> Detail:
+        return self._would("start the reverse mirror (new -> old) armed: it fences older reverse mirrors and loads "
+                           "its state, then copies nothing until start-reverse-mirror says go")
+
     def reverse_mirror(self, on: bool) -> Detail:
         return self._would("start the reverse mirror (new -> old) in the background" if on else
                            "stop the background reverse mirror")
@@ -222,7 +239,9 @@ class DryRun:
     def still_drained(self, direction: st.Direction) -> Detail:
         side = "old" if direction == "forward" else "new"
         return self._would(f"check the {side} cluster took no write since the drain; copy any late record (a "
-                           "producer the freeze missed) and sync the groups again before the clients switch")
+                           "producer the freeze missed) and sync the groups again before the clients switch; "
+                           f"keep the freeze until its end offsets have stood still for "
+                           f"{self.plan.spec.gates.quiet_period:.0f}s since wait-quiet")
 
     def reopen_mirror(self) -> Detail:
         return self._would("mark the forward mirror as free to run again in its state on the new cluster (the "

@@ -14,7 +14,7 @@ from cutover.interrupt import cleaning
 from cutover.output import progress
 from cutover.plan import Plan
 from cutover.secrets import scrub
-from cutover.switch import checks, journal, routing, steps
+from cutover.switch import background, checks, journal, routing, steps
 from cutover.switch.effects import DryRun, Live
 from cutover.switch.journal import Action, History, Journal
 from cutover.switch.results import Explanation, FreezeWindow, StepPlan, StepRow, SwitchResult
@@ -131,6 +131,7 @@ def _one(j: Journal, fx: Live, run: str, step: steps.Step, action: str) -> None:
         j.append("step-end", run=run, step=step.name, outcome="failed", error=message)
         j.append("end", action=action, run=run, outcome="failed", detail={"step": step.name})
         with cleaning():  # the operator's on_failure hook runs to its end, Ctrl-C or not
+            background.disarm(fx.plan)  # an armed reverse mirror goes with the promote that stopped
             _quietly(lambda: fx.hook("on_failure", error=scrub(message)[:2000]), "on_failure")
         if not isinstance(exc, CutoverError):
             raise

@@ -25,6 +25,7 @@ FREEZE_STARTS, FREEZE_ENDS = "freeze-producers", "switch-clients"
 HOLD = "hold"
 #: The last step before the point of no return: nothing written on the side the clients leave is left behind.
 CHECK_DRAINED = "check-drained"
+ARM_REVERSE, START_REVERSE = "arm-reverse-mirror", "start-reverse-mirror"
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,9 @@ def _hand_back(pair: TablePair) -> Callable[[Effects], Detail]:
 
 
 def _check(side: ClusterSide, direction: Direction) -> Step:
-    return Step(CHECK_DRAINED, f"check the {side} cluster took no write since the drain; a late record (a producer "
-                "the freeze missed) is copied, and the groups synced again, before the clients switch",
+    return Step(CHECK_DRAINED, f"check the {side} cluster took no write since the drain and its end offsets have "
+                "stood still for the quiet period since wait-quiet; a late record (a producer the freeze missed) is "
+                "copied, and the groups synced again, before the clients switch",
                 lambda fx: fx.still_drained(direction))
 
 
@@ -86,10 +88,16 @@ def promote(plan: Plan) -> list[Step]:
     steps = [
         Step(HOLD, "hold while the postpone file exists; once released, check every precondition again",
              lambda fx: fx.hold()),
+    ]
+    if plan.spec.switch.reverse_mirror:
+        steps.append(Step(ARM_REVERSE, "start the reverse mirror (new -> old) armed, before the freeze: it copies "
+                          "nothing and reads nothing of the forward mirror's progress until start-reverse-mirror",
+                          lambda fx: fx.arm_reverse_mirror()))
+    steps += [
         Step("freeze-producers", "freeze producers on the old cluster (hook freeze_producers)",
              lambda fx: fx.hook("freeze_producers", cluster="old")),
-        Step("wait-quiet", f"wait until the old cluster's end offsets stand still for {quiet} and no transaction "
-             "is open",
+        Step("wait-quiet", f"wait until the old cluster's end offsets stand still and no transaction is open (the "
+             f"{quiet} quiet period runs on across the drain, to check-drained)",
              lambda fx: fx.quiet("old")),
         Step("drain-mirror", "drain the mirror (old -> new) to zero lag", lambda fx: fx.drain("forward")),
         Step("stop-consumers", "stop consumers (hook stop_consumers); wait until the groups are empty on old",
@@ -99,7 +107,8 @@ def promote(plan: Plan) -> list[Step]:
     ]
     steps.append(_check("old", "forward"))
     if plan.spec.switch.reverse_mirror:
-        steps.append(Step("start-reverse-mirror", "start the reverse mirror (new -> old) so rollback loses nothing",
+        steps.append(Step(START_REVERSE, "start the reverse mirror (new -> old) so rollback loses nothing: the "
+                          "armed one, told to go, reads the drained forward map and the old cluster's ends",
                           lambda fx: fx.reverse_mirror(True)))
     steps.append(Step(POINT_OF_NO_RETURN, "point the routing file at the new cluster; hook switch_clients",
                       _switch("new")))
@@ -118,7 +127,7 @@ def rollback(plan: Plan, history: History) -> list[Step]:
     promoted = {s.name for r in history.promote_attempt() for s in r.steps}
     if not past_point_of_no_return(history):
         steps = []
-        if "start-reverse-mirror" in promoted:
+        if promoted & {ARM_REVERSE, START_REVERSE}:
             steps.append(Step("stop-reverse-mirror", "stop the background reverse mirror",
                               lambda fx: fx.reverse_mirror(False)))
         steps.append(_reopen())
@@ -129,8 +138,8 @@ def rollback(plan: Plan, history: History) -> list[Step]:
     steps = [
         Step("freeze-producers", "freeze producers on the new cluster (hook freeze_producers)",
              lambda fx: fx.hook("freeze_producers", cluster="new")),
-        Step("wait-quiet", f"wait until the new cluster's end offsets stand still for {quiet} and no transaction "
-             "is open",
+        Step("wait-quiet", f"wait until the new cluster's end offsets stand still and no transaction is open (the "
+             f"{quiet} quiet period runs on across the drain, to check-drained)",
              lambda fx: fx.quiet("new")),
         Step("drain-reverse-mirror", "drain the reverse mirror (new -> old) to zero lag",
              lambda fx: fx.drain("reverse")),

@@ -21,6 +21,9 @@ from cutover.plan import ClusterSide, Plan
 
 POLL = 0.5
 SAY_EVERY = 10.0
+#: How long wait-quiet sees the end offsets stand still before the drain may begin. The rest of
+#: `gates.quiet_period` is proven by check-drained, overlapping the drain and the groups' sync.
+QUIET_FLOOR = 0.5
 
 
 class Clock:
@@ -119,7 +122,7 @@ def quiet(read_ends: Callable[[], Ends], period: float, deadline: float, where: 
                         if waiting else "") + ")")
             said = clock.now()
     return {"quiet_seconds": round(clock.now() - started, 3), "moves": moved,
-            "open_transactions_seen": len(seen_open),
+            "still_seconds": round(clock.now() - still_since, 3), "open_transactions_seen": len(seen_open),
             "ends": {f"{t}/{p}": hs[0] for (t, p), hs in sorted(ends.items())}}
 
 
@@ -147,7 +150,7 @@ def ends_reader(plan: Plan, side: ClusterSide, timeout: float) -> Callable[[], E
     """Reads (high watermark, last stable offset) of the plan's partitions on one side."""
     tps = selected_partitions(plan, side, timeout)
     cluster = ClusterRef.of(plan, side)
-    client = admin(cluster)
+    client = admin(cluster, warm_for=timeout)
 
     def read() -> Ends:
         high = log_offsets(cluster, tps, "high", timeout, client)
@@ -158,9 +161,63 @@ def ends_reader(plan: Plan, side: ClusterSide, timeout: float) -> Callable[[], E
 
 
 def cluster_quiet(plan: Plan, side: ClusterSide, timeout: float) -> dict[str, Any]:
-    return quiet(ends_reader(plan, side, timeout), float(plan.spec.gates.quiet_period),
+    """wait-quiet: the end offsets stand still for QUIET_FLOOR (at most the quiet period) and no transaction
+    is open. The full quiet period is proven later, by `still` (check-drained), across the drain."""
+    return quiet(ends_reader(plan, side, timeout), min(float(plan.spec.gates.quiet_period), QUIET_FLOOR),
                  float(plan.spec.switch.quiet_timeout), f"the {side} cluster",
                  bootstrap=ClusterRef.of(plan, side).bootstrap)
+
+
+#: When the end offsets were last seen to move (a Clock time), and their high watermarks then.
+Still = tuple[float, dict[TP, int] | None]
+
+
+def still(read_ends: Callable[[], Ends], read_positions: Callable[[], dict[TP, int]], redrain: Callable[[], None],
+          period: float, since: Still, where: str, clock: Clock | None = None, tries: int = 3) -> dict[str, Any]:
+    """check-drained: the mirror's positions equal the high watermarks, and have done so for `period` seconds
+    since the end offsets last moved, so the freeze held for the whole quiet period.
+
+    `since` comes from wait-quiet in the same run (the drain and the groups' sync then count toward the
+    period); a run resumed here starts the period now. A record written after the drain (a producer the
+    freeze missed) is copied by `redrain` and the period starts again; after `tries` re-drains, refused.
+    """
+    clock = clock or Clock()
+    started, seen = since
+    late: dict[str, int] = {}
+    redrains = 0
+    said_at: float | None = None
+    positions = read_positions()  # they only move when this re-drains
+    while True:
+        ends = read_ends()
+        now = clock.now()
+        behind = left_behind(ends, positions)
+        if behind:
+            for (t, p), (position, high) in behind.items():
+                late[f"{t}/{p}"] = late.get(f"{t}/{p}", 0) + high - position
+            if redrains == tries:
+                raise Refused(f"writes keep arriving on {where} after the freeze and the drain: "
+                              + ", ".join(f"{k} (+{n})" for k, n in sorted(late.items())[:10]),
+                              fix="make the freeze_producers hook stop every producer, then re-run to continue "
+                                  "(or cutover rollback to resume where the clients are)")
+            progress(f"  {where} took writes after the drain on {len(behind)} partition(s) (a producer the freeze "
+                     "missed): copying them before the clients switch")
+            redrain()
+            redrains += 1
+            positions = read_positions()
+            started, seen = clock.now(), None
+            continue
+        highs = {tp: high for tp, (high, _stable) in ends.items()}
+        if seen is not None and highs != seen:  # moved between wait-quiet and the drain (which copied it)
+            started = now
+        seen = highs
+        left = period - (now - started)
+        if left <= 0:
+            return {"late_offsets": late, "still_seconds": round(now - started, 3)}
+        if said_at is None or now - said_at >= SAY_EVERY:
+            progress(f"  keeping {where} frozen until its end offsets have stood still for {period:.0f}s "
+                     f"({left:.1f}s to go)")
+            said_at = now
+        clock.sleep(min(left, POLL))
 
 
 def drained(plan: Plan, side: ClusterSide, positions: dict[TP, int], timeout: float) -> None:

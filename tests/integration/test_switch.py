@@ -37,8 +37,8 @@ from tests.integration.shadow_util import rows, shadow
 pytestmark = pytest.mark.usefixtures("spark")
 
 PARTITIONS = 3
-PROMOTE = ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers", "sync-groups",
-           "check-drained", "start-reverse-mirror", "switch-clients"]
+PROMOTE = ["hold", "arm-reverse-mirror", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers",
+           "sync-groups", "check-drained", "start-reverse-mirror", "switch-clients"]
 ROLLBACK = ["freeze-producers", "wait-quiet", "drain-reverse-mirror", "stop-consumers", "sync-groups", "check-drained",
             "switch-clients"]
 
@@ -429,7 +429,7 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     assert "promote stopped at step wait-quiet: writes keep arriving on the old cluster after the freeze" in err
     rerun = cutover("promote", "--plan", str(main.file), "--execute")  # continues at wait-quiet, now quiet
     err = rerun.err
-    assert rerun.code == 1 and "[3/10] wait-quiet: wait until" in err and "hold: done earlier" in err, err
+    assert rerun.code == 1 and "[4/11] wait-quiet: wait until" in err and "hold: done earlier" in err, err
     assert ("promote stopped at step stop-consumers: hook stop_consumers (" + stop_hook + ") exited 3; "
             "its last lines:\n    consumers refused to stop") in err
     assert "cutover promote --execute again to continue from stop-consumers" in err
@@ -438,12 +438,18 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     s = cutover("status", "--plan", str(main.file), "-o", "json").json()
     assert s["phase"] == "promoting" and s["running"] is None
     assert [(st["name"], st["outcome"]) for st in s["steps"]] == [
-        ("hold", "done"), ("freeze-producers", "done"), ("wait-quiet", "done"), ("drain-mirror", "done"),
-        ("stop-consumers", "failed")]
+        ("hold", "done"), ("arm-reverse-mirror", "done"), ("freeze-producers", "done"), ("wait-quiet", "done"),
+        ("drain-mirror", "done"), ("stop-consumers", "failed")]
     assert s["steps"][0]["detail"]["held_seconds"] > 0
+    # the reverse mirror armed before the freeze goes with the promote that armed it, having copied nothing
+    wait_for(lambda: cutover("status", "--plan", str(main.file), "-o", "json").json()["mirror"]["reverse_process"]
+             is None, 30, "the armed reverse mirror to exit with its promote")
+    assert "called off before the switch: exiting, nothing copied" in (
+        journal.directory(main) / "reverse-mirror.log").read_text()
 
     dry = cutover("rollback", "--plan", str(main.file), "--dry-run", "-o", "json")
-    assert dry.code == 0 and [st["name"] for st in dry.json()["steps"]] == ["reopen-mirror", "resume"]
+    assert dry.code == 0 and [st["name"] for st in dry.json()["steps"]] == [
+        "stop-reverse-mirror", "reopen-mirror", "resume"]
     back = cutover("rollback", "--plan", str(main.file), "--execute", "-o", "json")
     assert back.code == 0, back.err
     assert back.json()["phase"] == "rolled-back" and not back.json()["past_point_of_no_return"]
@@ -540,7 +546,8 @@ def test_an_open_transaction_at_the_freeze_is_waited_out_or_refused_and_unmirror
         assert f"a transaction is open on the old cluster on {topic}/0: offsets 10..17 are undecided" in refused.err
         assert f"describe-producers --topic {topic} --partition 0" in refused.err
         assert "promote stopped at step wait-quiet" in refused.err
-        assert not (tmp_path / "routing.json").exists() and background.running(main) is None
+        assert not (tmp_path / "routing.json").exists()
+        wait_for(lambda: background.running(main) is None, 30, "the armed reverse mirror to exit with its promote")
 
         # The re-run waits at wait-quiet; the application commits meanwhile: promote goes through.
         rerun = subprocess.Popen([sys.executable, "-m", "cutover", "promote", "--plan", str(main.file), "--execute"],
@@ -569,7 +576,9 @@ def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     """A producer the freeze missed writes on the old cluster after the drain (here: while the consumers
     stop): promote copies it, and syncs the groups again, before the point of no return, so nothing
-    is left behind on the cluster the clients leave."""
+    is left behind on the cluster the clients leave. And the reverse mirror, armed before the freeze,
+    copies none of what the freeze's drain carried forward (here: records written as the freeze began)
+    back to the old cluster, only what the clients write on the new one."""
     from cutover.kafka.clients import ClusterRef
     from cutover.kafka.offsets import commit_group, group_info
     from tests.integration.kafka_util import produce
@@ -582,7 +591,13 @@ def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_
                     f"p.produce({topic!r}, b'late', partition=1)\n"
                     "assert p.flush(30) == 0\n")
     stop = _script(tmp_path / "stop", f'"{sys.executable}" "{late}"\n')
-    main = _plan(sandbox, ns, tmp_path, {"stop_consumers": stop}, tables=False)
+    last = tmp_path / "last.py"  # five records written as the freeze begins, after the reverse mirror is armed
+    last.write_text("from confluent_kafka import Producer\n"
+                    f"p = Producer({old!r})\n"
+                    f"[p.produce({topic!r}, b'last %d' % i, partition=0) for i in range(5)]\n"
+                    "assert p.flush(30) == 0\n")
+    freeze = _script(tmp_path / "freeze", f'"{sys.executable}" "{last}"\n')
+    main = _plan(sandbox, ns, tmp_path, {"stop_consumers": stop, "freeze_producers": freeze}, tables=False)
     create_topic(old, topic, 2)
     produce(old, topic, [{"value": b"before %d" % i, "partition": i % 2} for i in range(20)])
     commit_group(ClusterRef("old", old), group, {(topic, 0): 10, (topic, 1): 10})  # read everything
@@ -591,15 +606,26 @@ def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_
         promoted = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
         assert promoted.code == 0, promoted.err
         on_new = read_all(new, topic, 2)
-        assert content(on_new) == content(read_all(old, topic, 2)) and len(on_new) == 21  # the late one too
+        assert content(on_new) == content(read_all(old, topic, 2)) and len(on_new) == 26  # the late one too
         steps = {s.name: s for s in journal.read(journal.directory(main)).runs[-1].steps}
         assert steps["check-drained"].detail["late_offsets"] == {f"{topic}/1": 1}, steps["check-drained"].detail
+        assert steps["arm-reverse-mirror"].detail["armed"] is True
+        assert steps["start-reverse-mirror"].detail["armed_before_freeze"] is True
+        assert steps["arm-reverse-mirror"].detail["pid"] == steps["start-reverse-mirror"].detail["pid"]
+        produce(new, topic, [{"value": b"after %d" % i, "partition": i % 2} for i in range(4)])
+        wait_for(lambda: len(read_all(old, topic, 2)) >= 30, 60, "the reverse mirror to carry the new writes back")
+        on_old = read_all(old, topic, 2)
+        assert sorted(r.value for r in on_old) == sorted(
+            [b"before %d" % i for i in range(20)] + [b"last %d" % i for i in range(5)] + [b"late"]
+            + [b"after %d" % i for i in range(4)]), [r.value for r in on_old]
         assert "copying them before the clients switch" in promoted.err
         late_copy = [r for r in on_new if r.partition == 1][-1]
         assert late_copy.value == b"late"
         # the group had read all 10 of partition 1 before the late record: it reads the late one next
         offsets = group_info(ClusterRef("new", new), group).offsets
         assert offsets[(topic, 1)] == late_copy.offset, offsets
-        assert offsets[(topic, 0)] > max(r.offset for r in on_new if r.partition == 0), offsets
+        # on partition 0 it had read the ten before the freeze: it reads the first written as the freeze began next
+        first_last = next(r for r in on_new if r.partition == 0 and r.value == b"last 0")
+        assert offsets[(topic, 0)] == first_last.offset, offsets
     finally:
         background.stop(main)

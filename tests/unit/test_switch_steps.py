@@ -13,16 +13,22 @@ from tests.unit.switch_support import journal_run, unit_plan
 def test_promote_steps_and_the_rollback_chosen_by_the_point_of_no_return(tmp_path: Path) -> None:
     plan = unit_plan(tmp_path)
     names = [s.name for s in steps.promote(plan)]
-    assert names == ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers", "sync-groups",
-                     "check-drained", "start-reverse-mirror", "switch-clients", "hand-over:legacy.orders", "resume"]
+    assert names == ["hold", "arm-reverse-mirror", "freeze-producers", "wait-quiet", "drain-mirror",
+                     "stop-consumers", "sync-groups", "check-drained", "start-reverse-mirror", "switch-clients",
+                     "hand-over:legacy.orders", "resume"]
     no_reverse = unit_plan(tmp_path, switch={"reverse_mirror": False})
-    assert "start-reverse-mirror" not in [s.name for s in steps.promote(no_reverse)]
+    assert not {"arm-reverse-mirror", "start-reverse-mirror"} & {s.name for s in steps.promote(no_reverse)}
 
     with Journal.open(tmp_path / "early", "promote") as j:
         journal_run(j, "promote", "a", ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers",
                                  "sync-groups", "start-reverse-mirror"], crashed_in=None)
     early = journal.read(tmp_path / "early")
     assert [s.name for s in steps.rollback(plan, early)] == ["stop-reverse-mirror", "reopen-mirror", "resume"]
+
+    with Journal.open(tmp_path / "armed", "promote") as j:  # refused at wait-quiet: the armed process is stopped
+        journal_run(j, "promote", "a", ["hold", "arm-reverse-mirror", "freeze-producers"], crashed_in="wait-quiet")
+    armed = journal.read(tmp_path / "armed")
+    assert [s.name for s in steps.rollback(plan, armed)] == ["stop-reverse-mirror", "reopen-mirror", "resume"]
 
     with Journal.open(tmp_path / "late", "promote") as j:
         journal_run(j, "promote", "a", ["hold", "switch-clients"], crashed_in="hand-over:legacy.orders")

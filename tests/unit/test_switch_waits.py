@@ -64,3 +64,48 @@ def test_hold_waits_while_the_postpone_file_exists(tmp_path: Path) -> None:
     # No file: no hold, and so nothing for promote to check again.
     assert waits.hold(plan, FakeClock()) == {"postpone_file": str(tmp_path / "hold"), "held": False,
                                              "held_seconds": 0.0}
+
+
+def test_the_quiet_period_runs_on_across_the_drain_to_check_drained() -> None:
+    """wait-quiet ends after a short floor; check-drained keeps the freeze until the end offsets have stood
+    still for the whole quiet period counted from wait-quiet, so the drain's own time is not waited twice."""
+    clock = FakeClock()
+    ends = {("t", 0): (7, 7), ("t", 1): (3, 3)}
+    positions = {("t", 0): 7, ("t", 1): 3}
+    quiet = waits.quiet(lambda: ends, period=min(10.0, waits.QUIET_FLOOR), deadline=30, where="old", clock=clock)
+    assert quiet["quiet_seconds"] == pytest.approx(waits.QUIET_FLOOR) and quiet["still_seconds"] >= waits.QUIET_FLOOR
+    since = (clock.now() - quiet["still_seconds"], {tp: h for tp, (h, _s) in ends.items()})
+    clock.t += 4.0  # the drain, the consumers' stop and the groups' sync
+    done = waits.still(lambda: ends, lambda: positions, lambda: None, 10.0, since, "old", clock)
+    assert done == {"late_offsets": {}, "still_seconds": 10.0} and clock.t == pytest.approx(10.0)
+
+    clock = FakeClock()  # the drain and sync took longer than the period: nothing left to wait
+    done = waits.still(lambda: ends, lambda: positions, lambda: None, 2.0, (-5.0, dict(since[1])), "old", clock)
+    assert done["still_seconds"] == 5.0 and clock.t == 0.0
+
+    clock = FakeClock()  # a resumed run has no wait-quiet behind it: the whole period, from now
+    waits.still(lambda: ends, lambda: positions, lambda: None, 3.0, (clock.now(), None), "old", clock)
+    assert clock.t == pytest.approx(3.0)
+
+
+def test_check_drained_restarts_the_quiet_period_when_the_ends_moved_or_a_late_record_came() -> None:
+    clock = FakeClock()
+    moved = {("t", 0): (9, 9)}  # moved after wait-quiet saw 7, before the drain copied it
+    done = waits.still(lambda: moved, lambda: {("t", 0): 9}, lambda: None, 2.0, (-8.0, {("t", 0): 7}), "old",
+                       clock)
+    assert done == {"late_offsets": {}, "still_seconds": 2.0} and clock.t == pytest.approx(2.0)
+
+    clock, drained = FakeClock(), {("t", 0): 7}
+    reads = iter([{("t", 0): (7, 7)}, {("t", 0): (8, 8)}] + [{("t", 0): (8, 8)}] * 100)
+
+    def redrain() -> None:
+        clock.t += 1.5
+        drained[("t", 0)] = 8
+
+    done = waits.still(lambda: next(reads), lambda: dict(drained), redrain, 2.0, (-0.5, {("t", 0): 7}), "old", clock)
+    assert done["late_offsets"] == {"t/0": 1} and done["still_seconds"] == pytest.approx(2.0)
+
+    counter = iter(range(100, 10_000))
+    with pytest.raises(Refused, match=r"writes keep arriving on old after the freeze and the drain: t/0 \(\+"):
+        waits.still(lambda: {("t", 0): (n := next(counter), n)}, lambda: {("t", 0): 0}, lambda: None, 2.0,
+                    (0.0, None), "old", FakeClock())
