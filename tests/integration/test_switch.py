@@ -49,6 +49,15 @@ def _script(path: Path, body: str) -> str:
     return str(path)
 
 
+def _writes(script: Path, props: dict[str, str], topic: str, values: str, partition: int) -> str:
+    """A hook line that writes the records `values` (a Python expression) to one partition, then waits for them."""
+    script.write_text("from confluent_kafka import Producer\n"
+                      f"p = Producer({props!r})\n"
+                      f"[p.produce({topic!r}, v, partition={partition}) for v in {values}]\n"
+                      "assert p.flush(30) == 0\n")
+    return f'"{sys.executable}" "{script}"\n'
+
+
 def _hooks(folder: Path, ctl: Path, kills: Path) -> dict[str, str]:
     """The drill's hooks that drive the sample traffic through its control files, plus one that SIGKILLs
     cutover on cue and one that keeps the old writer's restart offsets."""
@@ -585,18 +594,10 @@ def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_
     from tests.integration.mirror_util import content
 
     old, new, topic, group = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders", f"{ns}.billing"
-    late = tmp_path / "late.py"
-    late.write_text("from confluent_kafka import Producer\n"
-                    f"p = Producer({old!r})\n"
-                    f"p.produce({topic!r}, b'late', partition=1)\n"
-                    "assert p.flush(30) == 0\n")
-    stop = _script(tmp_path / "stop", f'"{sys.executable}" "{late}"\n')
-    last = tmp_path / "last.py"  # five records written as the freeze begins, after the reverse mirror is armed
-    last.write_text("from confluent_kafka import Producer\n"
-                    f"p = Producer({old!r})\n"
-                    f"[p.produce({topic!r}, b'last %d' % i, partition=0) for i in range(5)]\n"
-                    "assert p.flush(30) == 0\n")
-    freeze = _script(tmp_path / "freeze", f'"{sys.executable}" "{last}"\n')
+    stop = _script(tmp_path / "stop", _writes(tmp_path / "late.py", old, topic, "[b'late']", 1))
+    # five records written as the freeze begins, after the reverse mirror is armed
+    freeze = _script(tmp_path / "freeze", _writes(tmp_path / "last.py", old, topic,
+                                                  "[b'last %d' % i for i in range(5)]", 0))
     main = _plan(sandbox, ns, tmp_path, {"stop_consumers": stop, "freeze_producers": freeze}, tables=False)
     create_topic(old, topic, 2)
     produce(old, topic, [{"value": b"before %d" % i, "partition": i % 2} for i in range(20)])
@@ -627,5 +628,45 @@ def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_
         # on partition 0 it had read the ten before the freeze: it reads the first written as the freeze began next
         first_last = next(r for r in on_new if r.partition == 0 and r.value == b"last 0")
         assert offsets[(topic, 0)] == first_last.offset, offsets
+    finally:
+        background.stop(main)
+
+
+def test_a_record_a_missed_producer_writes_on_the_new_cluster_during_rollback_is_carried_back(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    """Rollback's check-drained, as promote's: a record written on the new cluster after the reverse drain
+    (here: while the consumers stop) is carried back, and the groups synced again, before the clients
+    return to the old cluster."""
+    from cutover.kafka.clients import ClusterRef
+    from cutover.kafka.offsets import commit_group, group_info
+    from tests.integration.kafka_util import produce
+
+    old, new, topic, group = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders", f"{ns}.billing"
+    late = _writes(tmp_path / "late.py", new, topic, "[b'late']", 1)
+    stop = _script(tmp_path / "stop", f'[ "$CUTOVER_ACTION" = rollback ] && {late}exit 0\n')
+    main = _plan(sandbox, ns, tmp_path, {"stop_consumers": stop}, tables=False)
+    create_topic(old, topic, 2)
+    produce(old, topic, [{"value": b"before %d" % i, "partition": i % 2} for i in range(20)])
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    try:
+        promoted = cutover("promote", "--plan", str(main.file), "--execute")
+        assert promoted.code == 0, promoted.err
+        produce(new, topic, [{"value": b"after %d" % i, "partition": i % 2} for i in range(4)])
+        on_new = read_all(new, topic, 2)
+        commit_group(ClusterRef("new", new), group, {(t, p): max(r.offset for r in on_new if r.partition == p) + 1
+                                                     for t, p in [(topic, 0), (topic, 1)]})  # read everything
+        back = cutover("rollback", "--plan", str(main.file), "--execute", "-o", "json")
+        assert back.code == 0, back.err
+        steps = {s.name: s for s in journal.read(journal.directory(main)).runs[-1].steps}
+        assert steps["check-drained"].detail["late_offsets"] == {f"{topic}/1": 1}, steps["check-drained"].detail
+        on_old = read_all(old, topic, 2)
+        assert sorted(r.value for r in on_old) == sorted(
+            [b"before %d" % i for i in range(20)] + [b"after %d" % i for i in range(4)] + [b"late"])
+        late_copy = [r for r in on_old if r.partition == 1][-1]
+        assert late_copy.value == b"late"
+        # the group had read everything on the new cluster before the late record: it reads the late one next
+        offsets = group_info(ClusterRef("old", old), group).offsets
+        assert offsets[(topic, 1)] == late_copy.offset, offsets
+        assert offsets[(topic, 0)] > max(r.offset for r in on_old if r.partition == 0), offsets
     finally:
         background.stop(main)
