@@ -40,9 +40,12 @@ class MM2Result:
     groups_synced: dict[str, Offsets]
 
 
-def mm2_properties(old_bootstrap: str, new_bootstrap: str, topics: list[str], groups: list[str]) -> str:
-    """The mm2.properties of one old -> new flow: identity topic names, fast group sync, RF 1 everywhere."""
+def mm2_properties(old_bootstrap: str, new_bootstrap: str, topics: list[str], groups: list[str],
+                   tasks: int = 1) -> str:
+    """The mm2.properties of one old -> new flow: identity topic names, fast group sync, RF 1 everywhere,
+    `tasks` source tasks (tasks.max)."""
     props = {
+        "tasks.max": str(tasks),
         "clusters": "old, new",
         "old.bootstrap.servers": old_bootstrap,
         "new.bootstrap.servers": new_bootstrap,
@@ -75,10 +78,10 @@ def mm2_properties(old_bootstrap: str, new_bootstrap: str, topics: list[str], gr
 
 
 def run_mirror_maker(old_bootstrap: str, new_bootstrap: str, topics: list[str], groups: list[str], workdir: Path,
-                     timeout: float = 600) -> MM2Result:
+                     timeout: float = 600, tasks: int = 1) -> MM2Result:
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "mm2.properties"
-    config.write_text(mm2_properties(old_bootstrap, new_bootstrap, topics, groups))
+    config.write_text(mm2_properties(old_bootstrap, new_bootstrap, topics, groups, tasks))
     cmd = [jvm.java(), "-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
            "-Dorg.slf4j.simpleLogger.showDateTime=true",
            "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.common.config.AbstractConfig=warn",

@@ -15,7 +15,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, cast
+from typing import Any, NamedTuple, NoReturn, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
@@ -54,12 +54,26 @@ class RecordTooLarge(CutoverError):
 
 @dataclass
 class Batch:
-    messages: list[Message] = field(default_factory=list)
+    #: Per partition, its records in offset order (a batch is written partition by partition).
+    parts: dict[TP, list[Message]] = field(default_factory=dict)
+    #: Bytes of the records' values (what bounds a batch).
     nbytes: int = 0
-    #: Partition -> offset the consumer reached (end of partition events included).
+    #: Partition -> offset the consumer reached, from end-of-partition events (the records' own
+    #: offsets count too: see `reached_all`).
     reached: dict[TP, int] = field(default_factory=dict)
     #: Partitions whose position fell below the log start (retention): tp -> the records lost.
     lost: dict[TP, Gap] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> list[Message]:
+        return [m for msgs in self.parts.values() for m in msgs]
+
+    def reached_all(self) -> dict[TP, int]:
+        """Partition -> the offset after everything the batch read (records and end-of-partition events)."""
+        out = dict(self.reached)
+        for tp, msgs in self.parts.items():
+            out[tp] = max(out.get(tp, 0), _off(msgs[-1]) + 1)
+        return out
 
 
 @dataclass
@@ -78,10 +92,12 @@ def transactional_id(rt: st.Route, plan_name: str, shard: Shard) -> str:
 class Copier:
     """Copies the assigned source partitions into the same partitions on the target."""
 
-    def __init__(self, rt: st.Route, txn_id: str, shard: Shard, batch_size: int, timeout: float = 30.0) -> None:
+    def __init__(self, rt: st.Route, txn_id: str, shard: Shard, batch_size: int, compression: str = "none",
+                 timeout: float = 30.0) -> None:
         self.rt, self.shard, self.txn_id, self.timeout = rt, shard, txn_id, timeout
         self.producer = Producer(rt.target.config(**{
             "transactional.id": txn_id, "acks": "all", "linger.ms": 10, "batch.size": batch_size,
+            "compression.type": compression,
             "message.max.bytes": 1_000_000_000, "transaction.timeout.ms": 60_000}))
         self.consumer = Consumer(rt.source.config(**{
             "group.id": f"{txn_id}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
@@ -125,27 +141,34 @@ class Copier:
 
     def read(self, max_records: int, max_bytes: int, max_seconds: float) -> Batch:
         batch = Batch()
+        parts, count = batch.parts, 0
         deadline = time.monotonic() + max_seconds
-        while len(batch.messages) < max_records and batch.nbytes < max_bytes:
+        while count < max_records and batch.nbytes < max_bytes:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            for msg in self.consumer.consume(min(10_000, max_records - len(batch.messages)), min(left, 0.2)):
-                self._take(msg, batch)
+            for msg in self.consumer.consume(min(10_000, max_records - count), min(left, 0.2)):
+                if msg.error() is None:  # per record: only what must be (see the commit for the rest)
+                    tp = (msg.topic(), msg.partition())
+                    msgs = parts.get(tp)  # type: ignore[arg-type]
+                    if msgs is None:
+                        parts[tp] = msgs = []  # type: ignore[index]
+                    msgs.append(msg)
+                    batch.nbytes += len(msg)
+                    count += 1
+                else:
+                    self._event(msg, batch)
         return batch
 
-    def _take(self, msg: Message, batch: Batch) -> None:
+    def _event(self, msg: Message, batch: Batch) -> None:
         tp = _tp(msg)
         err = msg.error()
-        if err is None:
-            batch.messages.append(msg)
-            batch.nbytes += len(msg.value() or b"") + len(msg.key() or b"")
-            batch.reached[tp] = _off(msg) + 1
-        elif err.code() == KafkaError._PARTITION_EOF:
+        assert err is not None
+        if err.code() == KafkaError._PARTITION_EOF:
             batch.reached[tp] = max(batch.reached.get(tp, 0), _off(msg))
         elif err.code() == KafkaError._AUTO_OFFSET_RESET:
             low, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.timeout, cached=False)
-            position = batch.reached.get(tp, self.maps[tp].next_src)
+            position = batch.reached_all().get(tp, self.maps[tp].next_src)
             try:
                 batch.lost[tp] = out_of_range(position, low, high) or Gap(position, position)
             except SourceWentBack as exc:
@@ -164,7 +187,7 @@ class Copier:
         for attempt in range(1, 6):
             try:
                 self.writing = True
-                return self._commit(batch.messages, batch.reached, gaps)
+                return self._commit(batch.parts, batch.reached_all(), gaps)
             except _Abortable as exc:
                 log.warning("transaction aborted (%s); retrying the same records (attempt %d)", exc, attempt)
                 if self.writer is not None:
@@ -226,23 +249,27 @@ class Copier:
                 floor[tp] = (origin + 1, copied)
         return out
 
-    def _commit(self, messages: list[Message], reached: dict[TP, int], gaps: dict[TP, Gap]) -> int:
-        mapped = self._copies(messages)
-        oversized = self._oversized(messages, mapped)
-        if oversized is not None:
-            index, limit = oversized
-            self._stop_before(messages, gaps, index, f"it is larger than the topic's max.message.bytes ({limit})")
-        results: list[tuple[int, int]] = [(i, tgt) for i, tgt in mapped.items()]  # (index, target offset)
-        failures: list[tuple[int, KafkaError]] = []
-        self._call(self.producer.begin_transaction, "beginning a transaction")
-        for i, msg in enumerate(messages):
-            if i not in mapped:
-                self._produce(msg, _on_delivery(i, results, failures))
-        self._flush()
-        if failures:
-            return self._failed(messages, reached, gaps, failures)
-        updates = self._updates(_pairs(messages, results), reached, gaps,
-                                Counter(_tp(messages[i]) for i in mapped))
+    def _commit(self, parts: dict[TP, list[Message]], reached: dict[TP, int], gaps: dict[TP, Gap]) -> int:
+        written = self._write_ranges(parts, gaps) if not self.others else None
+        mapped: dict[int, int] = {}
+        if written is None:  # every record's target offset, one callback each
+            messages = [m for msgs in parts.values() for m in msgs]
+            mapped = self._copies(messages)
+            oversized = self._oversized(messages, mapped)
+            if oversized is not None:
+                index, limit = oversized
+                self._stop_before(messages, gaps, index, f"it is larger than the topic's max.message.bytes ({limit})")
+            results: list[tuple[int, int]] = [(i, tgt) for i, tgt in mapped.items()]  # (index, target offset)
+            failures: list[tuple[int, KafkaError]] = []
+            self._call(self.producer.begin_transaction, "beginning a transaction")
+            for i, msg in enumerate(messages):
+                if i not in mapped:
+                    self._produce(msg, _on_delivery(i, results, failures))
+            self._flush()
+            if failures:
+                return self._failed(messages, reached, gaps, failures)
+            written = _written(messages, results, mapped)
+        updates = self._updates(written, reached, gaps)
         if not updates and not self._pending_groups:
             self._call(lambda: self.producer.abort_transaction(self.timeout), "ending an empty transaction")
             return 0
@@ -272,12 +299,87 @@ class Copier:
                 self.maps[tp] = pm
         self.dirty.clear()
         self._pending_groups = []
-        copied = [m for i, m in enumerate(messages) if i not in mapped] if mapped else messages
-        self.totals.records += len(copied)
+        copied = sum(w.records for w in written.values())
+        self.totals.records += copied
         self.totals.mapped += len(mapped)
-        self.totals.bytes += sum(len(m.value() or b"") + len(m.key() or b"") for m in copied)
+        self.totals.bytes += sum(w.bytes for w in written.values())
         self.totals.transactions += 1
-        return len(copied)
+        return copied
+
+    def _write_ranges(self, parts: dict[TP, list[Message]], gaps: dict[TP, Gap]) -> dict[TP, Written] | None:
+        """Write each partition's records in a new transaction, learning only the target offsets of its
+        first and last record. A transactional producer's records in one partition land in order, so
+        when last - first + 1 is their count they filled exactly that range, and every record's target
+        offset follows: no callback, pair or segment per record. None, with the transaction aborted,
+        when a range has a hole (another writer's records in between, or a record that failed): the
+        caller writes the batch again learning every offset."""
+        self._call(self.producer.begin_transaction, "beginning a transaction")
+        try:
+            written = self._ranges(parts)
+        except _TooLarge as big:
+            self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
+            messages = [m for msgs in parts.values() for m in msgs]
+            index = next(i for i, m in enumerate(messages) if m is big.msg)
+            self._stop_before(messages, gaps, index, f"it is larger than the topic's max.message.bytes ({big.limit})")
+        if written is None:
+            self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
+        return written
+
+    def _ranges(self, parts: dict[TP, list[Message]]) -> dict[TP, Written] | None:
+        seen: dict[TP, list[int]] = {}
+        sizes: dict[TP, int] = {}
+        failed: list[KafkaError] = []
+        produce = self.producer.produce
+        for tp, msgs in parts.items():
+            topic, partition = tp
+            offsets = seen[tp] = []
+
+            def note(err: KafkaError | None, m: Message, offsets: list[int] = offsets) -> None:
+                if err is None:
+                    offsets.append(_off(m))
+                else:
+                    failed.append(err)
+
+            ends = cast(Callable[[KafkaError | None, Message], None], note)
+            last, nbytes, limit = len(msgs) - 1, 0, self.limits.get(topic, 1 << 62)
+            for j, m in enumerate(msgs):
+                key, value, headers = m.key(), m.value(), m.headers()
+                size = (len(key) if key else 0) + (len(value) if value else 0)
+                if size + 68 > limit or headers:  # the least record batch it can take (see _oversized)
+                    self._check_size(m, topic)
+                ts_type, ts = m.timestamp()
+                try:
+                    produce(topic, value, key, partition, on_delivery=ends if j == 0 or j == last else None,
+                            timestamp=ts if ts_type else 0, headers=headers)
+                except BufferError:
+                    self._produce(m, ends if j == 0 or j == last else None)
+                except KafkaException as exc:
+                    raise self._classify(exc.args[0], "writing a record") from None
+                nbytes += size
+            sizes[tp] = nbytes
+        self._flush()
+        if failed:
+            err = failed[0]
+            if err.code() in _FENCED or err.fatal():
+                raise self._fenced(err)
+            return None
+        out = {}
+        for tp, msgs in parts.items():
+            got = seen[tp]
+            if len(got) != min(len(msgs), 2) or max(got) - min(got) != len(msgs) - 1:
+                log.info("%s partition %d: the target offsets of this batch's %d records are not one range "
+                         "(%s); writing it again with every offset", tp[0], tp[1], len(msgs), sorted(got))
+                return None
+            out[tp] = Written(_runs(msgs, min(got)), len(msgs), max(got) + 1, sizes[tp])
+        return out
+
+    def _check_size(self, m: Message, topic: str) -> None:
+        limit = self.limits.get(topic)
+        if limit is not None and _least_batch(m) > limit:
+            if self.refresh_limit is not None:
+                self.limits[topic] = limit = self.refresh_limit(topic)
+            if _least_batch(m) > limit:
+                raise _TooLarge(m, limit)
 
     def _after(self, updates: dict[TP, tuple[PartitionMap, list[Segment]]]) -> dict[TP, PartitionMap]:
         """Every owned partition's state as it will be once this transaction commits (copies)."""
@@ -302,11 +404,9 @@ class Copier:
         for topic, key, value in writer.pointer(offsets[0]):
             self._state(topic, key, value)
 
-    def _updates(self, written: dict[TP, list[tuple[int, int]]], reached: dict[TP, int],
-                 gaps: dict[TP, Gap], mapped: Counter[TP] | None = None
-                 ) -> dict[TP, tuple[PartitionMap, list[Segment]]]:
-        """The progress each partition makes; `mapped` counts the opposite mirror's records among the pairs
-        (mapped, not copied: `records` counts copies only)."""
+    def _updates(self, written: dict[TP, Written], reached: dict[TP, int],
+                 gaps: dict[TP, Gap]) -> dict[TP, tuple[PartitionMap, list[Segment]]]:
+        """The progress each partition makes."""
         out = {}
         for tp in set(written) | set(reached) | set(gaps) | self.dirty:
             old = self.maps[tp]
@@ -314,14 +414,14 @@ class Copier:
             if tp in gaps:
                 pm.gaps.append(gaps[tp])
                 pm.next_src = max(pm.next_src, gaps[tp].end)
-            pairs = written.get(tp, [])
-            if pairs:
-                pm.next_tgt = max(pm.next_tgt, pairs[-1][1] + 1)
-                pm.records += len(pairs) - (mapped or Counter())[tp]
+            w = written.get(tp)
+            if w is not None:
+                pm.next_tgt = max(pm.next_tgt, w.next_tgt)
+                pm.records += w.records
             pm.next_src = max(pm.next_src, reached.get(tp, 0))
             if (pm.next_src, pm.next_tgt, len(pm.gaps)) != (old.next_src, old.next_tgt, len(old.gaps)) \
                     or tp in self.dirty:
-                out[tp] = (pm, segments(pairs))
+                out[tp] = (pm, w.segments if w is not None else [])
         return out
 
     def _failed(self, messages: list[Message], reached: dict[TP, int], gaps: dict[TP, Gap],
@@ -345,13 +445,10 @@ class Copier:
         for i, m in enumerate(messages):
             if i in mapped:
                 continue
-            topic = _tp(m)[0]
-            limit = self.limits.get(topic)
-            if limit is not None and _least_batch(m) > limit:
-                if self.refresh_limit is not None:
-                    self.limits[topic] = limit = self.refresh_limit(topic)
-                if _least_batch(m) > limit:
-                    return i, limit
+            try:
+                self._check_size(m, _tp(m)[0])
+            except _TooLarge as big:
+                return i, big.limit
         return None
 
     def _stop_before(self, messages: list[Message], gaps: dict[TP, Gap], index: int, why: str) -> NoReturn:
@@ -359,7 +456,7 @@ class Copier:
         bad = messages[index]
         before = {_tp(m): _off(m) + 1 for m in messages[:index]}
         before[_tp(bad)] = _off(bad)
-        done = self._commit(messages[:index], before, gaps) if index else 0
+        done = self._commit(_by_partition(messages[:index]), before, gaps) if index else 0
         size = len(bad.value() or b"") + len(bad.key() or b"")
         raise RecordTooLarge(
             f"{self.rt.target.describe()} refused the record at {bad.topic()} partition {bad.partition()} "
@@ -368,7 +465,7 @@ class Copier:
             fix=f"raise max.message.bytes of topic {bad.topic()} on the {self.rt.target.name} cluster (and the "
                 "brokers' message.max.bytes if needed) to at least the source's, then run the mirror again")
 
-    def _produce(self, msg: Message, on_delivery: Callable[[KafkaError | None, Message], None]) -> None:
+    def _produce(self, msg: Message, on_delivery: Callable[[KafkaError | None, Message], None] | None) -> None:
         ts_type, ts = msg.timestamp()
         kwargs: dict[str, Any] = {"partition": msg.partition(), "key": msg.key(), "value": msg.value(),
                                   "headers": msg.headers() or None, "on_delivery": on_delivery}
@@ -407,6 +504,13 @@ class Copier:
                     self.producer.poll(0.5)  # serve callbacks while backing off
                     continue
                 raise self._classify(err, doing) from None
+            except SystemError as exc:
+                # confluent-kafka 2.16: once flush() has raised a fatal error (fenced), delivery callbacks
+                # still run with it set, and their first C call fails with SystemError (cause: the error).
+                cause = exc.__cause__ or exc.__context__
+                if isinstance(cause, KafkaException):
+                    raise self._classify(cause.args[0], doing) from None
+                raise
         raise self.rt.target.failure(None, doing, self.producer)
 
     def _classify(self, err: Any, doing: str) -> Exception:
@@ -428,6 +532,14 @@ class _Abortable(Exception):
     """The open transaction must be aborted; the batch can be written again."""
 
 
+class _TooLarge(Exception):
+    """The target topic is sure to refuse this record for its size."""
+
+    def __init__(self, msg: Message, limit: int) -> None:
+        super().__init__(limit)
+        self.msg, self.limit = msg, limit
+
+
 def _on_delivery(i: int, results: list[tuple[int, int]],
                  failures: list[tuple[int, KafkaError]]) -> Callable[[KafkaError | None, Message], None]:
     def done(err: KafkaError | None, msg: Message) -> None:
@@ -438,13 +550,47 @@ def _on_delivery(i: int, results: list[tuple[int, int]],
     return done
 
 
-def _pairs(messages: list[Message], results: list[tuple[int, int]]) -> dict[TP, list[tuple[int, int]]]:
-    """Per partition, (source offset, target offset) in write order."""
-    out: dict[TP, list[tuple[int, int]]] = {}
+class Written(NamedTuple):
+    """What one partition's records in a transaction did on the target."""
+
+    segments: list[Segment]
+    #: Records copied (the opposite mirror's records, mapped to their originals, not counted).
+    records: int
+    #: The target offset after the last record written or mapped.
+    next_tgt: int
+    #: Key and value bytes copied.
+    bytes: int
+
+
+def _by_partition(messages: list[Message]) -> dict[TP, list[Message]]:
+    out: dict[TP, list[Message]] = {}
+    for m in messages:
+        out.setdefault(_tp(m), []).append(m)
+    return out
+
+
+def _runs(msgs: list[Message], tgt: int) -> list[Segment]:
+    """Segments of one partition's records written to target offsets tgt, tgt+1, ... in order."""
+    first = _off(msgs[0])
+    if _off(msgs[-1]) - first == len(msgs) - 1:  # no gap in the source offsets either: one segment
+        return [Segment(first, tgt, len(msgs))]
+    return segments((_off(m), tgt + i) for i, m in enumerate(msgs))  # compaction, transaction markers
+
+
+def _written(messages: list[Message], results: list[tuple[int, int]], mapped: dict[int, int]) -> dict[TP, Written]:
+    """Per partition, from every record's (index, target offset), in write order; `mapped` (index ->
+    original's offset) names the opposite mirror's records among them (mapped, not copied)."""
+    pairs: dict[TP, list[tuple[int, int]]] = {}
+    copied: Counter[TP] = Counter()
+    sizes: Counter[TP] = Counter()
     for i, tgt in sorted(results):
         m = messages[i]
-        out.setdefault(_tp(m), []).append((_off(m), tgt))
-    return out
+        tp = _tp(m)
+        pairs.setdefault(tp, []).append((_off(m), tgt))
+        if i not in mapped:
+            copied[tp] += 1
+            sizes[tp] += len(m.value() or b"") + len(m.key() or b"")
+    return {tp: Written(segments(p), copied[tp], p[-1][1] + 1, sizes[tp]) for tp, p in pairs.items()}
 
 
 def _least_batch(msg: Message) -> int:

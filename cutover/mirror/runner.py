@@ -91,8 +91,8 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     if opts.direction == "forward" and not opts.for_switch:
         _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))  # before fencing anyone
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
-    limit = topics.batch_limit(rt, r.topics, opts.timeout)
-    copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, opts.timeout)
+    limit, codec = topics.write_settings(rt, r.topics, plan.spec.mirror.compression, opts.timeout)
+    copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, codec, opts.timeout)
     try:
         copier.init()
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)

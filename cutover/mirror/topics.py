@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -208,9 +209,15 @@ def target_limits(rt: Route, topics: list[str], timeout: float = DEFAULT_TIMEOUT
             if "max.message.bytes" in conf}
 
 
-def batch_limit(rt: Route, topics: dict[str, int], timeout: float = DEFAULT_TIMEOUT) -> int:
-    """The producer's batch size: no batch of small records may exceed what a target topic accepts."""
-    limit = 1_000_000
+#: Codecs a topic's compression.type can name (the others are "producer" and "uncompressed").
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+
+
+def write_settings(rt: Route, topics: dict[str, int], compression: str = "auto",
+                   timeout: float = DEFAULT_TIMEOUT) -> tuple[int, str]:
+    """The producer's batch size (no batch of small records may exceed what a target topic accepts)
+    and its compression codec (see `codec`)."""
+    limit, codecs = 1_000_000, []
     for ref in (rt.source, rt.target):
         client = admin(ref)
         try:
@@ -219,4 +226,19 @@ def batch_limit(rt: Route, topics: dict[str, int], timeout: float = DEFAULT_TIME
             raise ref.failure(exc, "listing topics", client) from None
         for conf in _configs(ref, client, present, timeout, explicit_only=False).values():
             limit = min(limit, int(conf.get("max.message.bytes", limit)))
-    return max(1024, limit - 512)  # leave room for the batch header
+            if ref is rt.source:
+                codecs.append(conf.get("compression.type", "producer"))
+    return max(1024, limit - 512), codec(compression, codecs)  # leave room for the batch header
+
+
+def codec(setting: str, topic_codecs: list[str]) -> str:
+    """The mirror's one producer codec. A topic that names a codec (or "uncompressed") is stored so by
+    the target's broker whatever the producer sent (its compression.type is copied), so the producer
+    uses the codec most of the topics name, and the brokers recompress only the others. A "producer" topic stores
+    what the producer sent: the consumer API does not tell which codec the source's producers used,
+    so those get the same codec (lz4 when no topic names one). `mirror.compression` other than
+    "auto" chooses it instead."""
+    if setting != "auto":
+        return setting
+    named = Counter("none" if c == "uncompressed" else c for c in topic_codecs if c in (*CODECS, "uncompressed"))
+    return max(sorted(named), key=named.__getitem__) if named else "lz4"

@@ -150,6 +150,10 @@ class Mirror:
     group_sync_interval: Duration = Duration(10)
     #: Prefix of the transactional ids and internal topics the mirror keeps on the new cluster.
     state_prefix: str = "__cutover"
+    #: The codec the mirror's producer compresses with: auto (the one most copied topics name in
+    #: compression.type, else lz4), none, gzip, snappy, lz4 or zstd.
+    compression: str = field(default="auto", metadata={"check": lambda c: None if c in (
+        "auto", "none", "gzip", "snappy", "lz4", "zstd") else "must be auto, none, gzip, snappy, lz4 or zstd"})
 
 
 @dataclass(frozen=True)

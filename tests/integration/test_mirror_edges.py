@@ -4,11 +4,15 @@ source log that went backwards, topics that change while the mirror runs. Real b
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
-from confluent_kafka import KafkaException
+import pytest
+from confluent_kafka import KafkaException, Producer
 
 from cutover.local.sandbox import Sandbox
 from cutover.mirror import state as st
@@ -165,3 +169,59 @@ def test_topics_that_grow_or_change_configs_while_the_mirror_runs_are_followed_b
 
 def _count_in(props: dict[str, str], topic: str, partitions: list[int]) -> int:
     return sum(1 for r in read_all(props, topic, 4) if r.partition in partitions)
+
+
+class _Interleaving:
+    """The mirror's real transactional producer, and another writer that puts one record on the target
+    partition right after the mirror's second record of its first batch (flushed, so it lands between
+    them): the only way a hole opens inside the mirror's range."""
+
+    def __init__(self, real: Any, intruder: Producer, topic: str) -> None:
+        self.real, self.intruder, self.topic, self.sent = real, intruder, topic, 0
+
+    def produce(self, topic: str, *args: Any, **kwargs: Any) -> None:
+        self.real.produce(topic, *args, **kwargs)
+        self.sent += 1
+        if self.sent == 2 and topic == self.topic:
+            self.real.flush(30)
+            self.intruder.produce(topic, value=b"intruder", partition=0)
+            assert self.intruder.flush(30) == 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def test_another_writers_record_inside_a_batchs_range_makes_the_mirror_learn_every_offset(
+        sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A batch is written learning only each partition's first and last target offset; a record of
+    another writer between them (a hole in the range) must not shift the map: the transaction is
+    aborted and the batch written again with every record's offset."""
+    from cutover.kafka.clients import ClusterRef
+    from cutover.kafka.inspect import cluster_id
+    from cutover.mirror import copier, runner
+
+    old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.intruded"
+    create_topic(old, topic, 1)
+    produce(old, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": 0} for i in range(200)])
+    scoped = load_plan(scoped_plan(sandbox.plan_file, ns, tmp_path))
+    intruder = Producer(new)
+
+    class Intruded(copier.Copier):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.producer = _Interleaving(self.producer, intruder, topic)  # type: ignore[assignment]
+
+    monkeypatch.setattr(runner, "Copier", Intruded)
+    with caplog.at_level(logging.INFO, "cutover.mirror"):
+        summary = runner.run(scoped, runner.Options(until_caught_up=True), threading.Event())
+    assert summary.records == 200
+
+    on_new = read_all(new, topic)
+    assert [r.value for r in on_new] == [b"intruder"] + [b"v%d" % i for i in range(200)]
+    at = {r.value: r.offset for r in on_new}
+    rt = st.route(scoped, "forward")
+    pm = st.load(rt, cluster_id(ClusterRef("old", old), 30)).partitions[(topic, 0)]
+    assert [pm.translate(o) for o in range(200)] == [at[b"v%d" % o] for o in range(200)]
+    assert pm.translate(200) == at[b"v199"] + 1
+    assert "are not one range" in caplog.text  # the hole was seen, not stepped over
