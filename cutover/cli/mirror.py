@@ -26,6 +26,8 @@ _reverse = click.option("--reverse", is_flag=True,
               help="Stop once every partition reaches the source end seen at start (after a final group sync).")
 @click.option("--shard", default="0/1", show_default=True, metavar="I/N",
               help="Mirror only this process's share of the partitions (deterministic split).")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, metavar="N",
+              help="Run the plan's N shards as N worker processes of this command (one core each).")
 @_reverse
 @click.option("--allow-existing-target", is_flag=True,
               help="Adopt target topics that already hold records or have fewer partitions.")
@@ -41,7 +43,8 @@ _reverse = click.option("--reverse", is_flag=True,
 @output_option
 @timeout_option(whole=False)
 @click.pass_context
-def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, shard: str, reverse: bool,
+def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, shard: str, workers: int,
+                 reverse: bool,
                  allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, ready_file: str | None,
                  armed_file: str | None, go_file: str | None, armed_by: int | None, fmt: Format,
                  timeout: float) -> int:
@@ -61,17 +64,28 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
 
     if armed_file and not (go_file and armed_by):
         raise UsageError("--armed-file needs --go-file and --armed-by", fix="these are for cutover promote only")
+    if workers > 1 and (shard != "0/1" or armed_file):
+        raise UsageError(f"--workers {workers} runs shards 0/{workers} to {workers - 1}/{workers} itself; it cannot "
+                         f"be combined with {'--shard ' + shard if shard != '0/1' else '--armed-file'}",
+                         fix=f"drop --shard and run one command with --workers {workers}, or run one process "
+                             "per shard with --shard I/N and no --workers")
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
                           allow_rewind=allow_rewind, metrics_port=metrics_port, timeout=timeout,
                           on_ready=(lambda: Path(ready_file).touch()) if ready_file else None)
     plan = load_plan(plan_file)
     with stop_on_signals() as stop:
-        if armed_file and go_file and armed_by:
-            from cutover.switch import background
+        if workers > 1:
+            from cutover.mirror import workers as supervisor
 
-            opts = replace(opts, gate=lambda: background.await_go(Path(armed_file), Path(go_file), armed_by, stop))
-        summary = runner.run(plan, opts, stop)
+            summary = supervisor.supervise(Path(plan_file), opts, workers, stop)
+        else:
+            if armed_file and go_file and armed_by:
+                from cutover.switch import background
+
+                opts = replace(opts, gate=lambda: background.await_go(Path(armed_file), Path(go_file), armed_by,
+                                                                      stop))
+            summary = runner.run(plan, opts, stop)
     emit(summary, fmt, _render_summary)
     return 0
 

@@ -8,7 +8,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from cutover.common import TP
 from cutover.errors import UsageError
-from cutover.mirror.offsetmap import PartitionMap
 
 
 class Metrics:
@@ -37,14 +36,15 @@ class Metrics:
                                  fix=f"choose a free port, or stop what holds it (ss -ltnp 'sport = :{port}' "
                                      "shows it); ports below 1024 need privileges") from None
 
-    def observe(self, direction: str, ends: Mapping[TP, int], maps: Mapping[TP, PartitionMap]) -> None:
+    def observe(self, direction: str, ends: Mapping[TP, int], positions: Mapping[TP, int]) -> None:
+        """Source end offsets and the mirror's positions (next source offset to mirror) per partition."""
         for tp, end in ends.items():
-            pm = maps.get(tp)
+            position = positions.get(tp)
             labels = (direction, tp[0], str(tp[1]))
             self.source_end.labels(*labels).set(end)
-            if pm is not None:
-                self.position.labels(*labels).set(pm.next_src)
-                self.lag.labels(*labels).set(max(0, end - pm.next_src))
+            if position is not None:
+                self.position.labels(*labels).set(position)
+                self.lag.labels(*labels).set(max(0, end - position))
 
     def copied(self, direction: str, records: int, nbytes: int, transactions: int) -> None:
         self.records.labels(direction).inc(records)

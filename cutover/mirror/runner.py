@@ -55,6 +55,23 @@ class Options:
     gate: Callable[[], bool] | None = None
     #: The switch's own drain: runs although the switch has closed the forward mirror to everyone else.
     for_switch: bool = False
+    #: Takes each report instead of the progress line and the metrics (a worker of `--workers`).
+    reporter: Callable[[Progress], None] | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A run's report: totals so far, and per partition the source end and the mirror's position."""
+
+    direction: str
+    shard: str
+    records: int
+    bytes: int
+    transactions: int
+    ends: dict[TP, int]
+    positions: dict[TP, int]
+    #: Group -> when this run last synced it.
+    synced: dict[str, float]
 
 
 @dataclass
@@ -67,6 +84,8 @@ class Run:
     topics: dict[str, int] = field(default_factory=dict)
     prior: dict[TP, PartitionMap] | None = None
     group_outcomes: list[groups.GroupOutcome] = field(default_factory=list)
+    #: Group -> when this run last synced it.
+    synced: dict[str, float] = field(default_factory=dict)
     #: One admin client per side for the run's offset reads (a new client per read costs its
     #: connections and metadata, and a cold one now and then 1 to 3 s waiting for leaders).
     _admins: dict[str, AdminClient] = field(default_factory=dict)
@@ -222,6 +241,7 @@ def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
     copier.record_groups(syncs)
     for s in syncs:
         metrics.synced(r.rt.direction, s.group, s.at)
+        r.synced[s.group] = s.at
 
 
 def _follow_topics(r: Run, copier: Copier) -> None:
@@ -246,12 +266,17 @@ def _follow_topics(r: Run, copier: Copier) -> None:
 def _report(r: Run, copier: Copier, metrics: Metrics, elapsed: float,
             before: tuple[int, int, int]) -> tuple[int, int, int]:
     ends = r.offsets("source", copier.maps, "end")
-    metrics.observe(r.rt.direction, ends, copier.maps)
     t = copier.totals
+    positions = {tp: pm.next_src for tp, pm in copier.maps.items()}
+    if r.opts.reporter is not None:
+        r.opts.reporter(Progress(r.rt.direction, str(r.opts.shard), t.records, t.bytes, t.transactions, ends,
+                                 positions, dict(r.synced)))
+        return t.records, t.bytes, t.transactions
+    metrics.observe(r.rt.direction, ends, positions)
     metrics.copied(r.rt.direction, t.records - before[0], t.bytes - before[1], t.transactions - before[2])
     lag: dict[str, int] = {}
     for tp, end in ends.items():
-        lag[tp[0]] = lag.get(tp[0], 0) + max(0, end - copier.maps[tp].next_src)
+        lag[tp[0]] = lag.get(tp[0], 0) + max(0, end - positions[tp])
     rate = (t.records - before[0]) / max(elapsed, 1e-6)
     mbps = (t.bytes - before[1]) / max(elapsed, 1e-6) / 1e6
     lags = " ".join(f"{k}={v:,}" for k, v in sorted(lag.items()))
