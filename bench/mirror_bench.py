@@ -1,6 +1,6 @@
 """Mirror bench: cutover mirror (exactly-once) vs MirrorMaker 2 vs a produce-only ceiling, same data.
 
-    .venv/bin/python bench/mirror_bench.py [--records 200000] [--partitions 12] [--size 1024] [--tasks 1]
+    .venv/bin/python bench/mirror_bench.py [--records 200000] [--partitions 12] [--size 1024] [--workers 1]
     .venv/bin/python bench/mirror_bench.py --compression [--records 200000]
 
 Brings up a throwaway sandbox, fills one topic on the old cluster, commits consumer
@@ -10,12 +10,12 @@ groups at random positions there, then measures on the same data:
 2. a bare Python copy loop (consume batches, produce; no transactions, no map): the most a
    Python mirror does here;
 3. cutover mirror --until-caught-up (transactions on, group sync on);
-4. MirrorMaker 2 (IdentityReplicationPolicy, group offset sync on, tasks.max = --tasks), on a
+4. MirrorMaker 2 (IdentityReplicationPolicy, group offset sync on, tasks.max = --workers), on a
    clean target;
 
 With --compression instead: an lz4 topic, a zstd topic and a "producer" topic written by a zstd
-producer, mirrored by cutover (mirror.compression auto) and again with compression none (the
-mirror before it kept compression), and each topic's bytes on disk on both clusters (Kafka's
+producer, mirrored by cutover with mirror.compression auto, zstd, and none (the mirror before it
+kept compression), and each topic's bytes on disk on both clusters (Kafka's
 LogDirsCommand: the DescribeLogDirs admin API).
 
 and, for each tool, how many records its translated group offsets make a consumer
@@ -190,15 +190,17 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=12)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--groups", type=int, default=8)
-    ap.add_argument("--tasks", type=int, default=1, help="MirrorMaker 2's tasks.max")
+    ap.add_argument("--workers", type=int, default=1, help="cutover mirror --workers, and MirrorMaker 2's tasks.max")
     ap.add_argument("--compression", action="store_true", help="measure bytes on disk instead (see above)")
     ap.add_argument("--latency", metavar="RATES", help="measure follow-mode delay at these rec/s instead (5000,20000)")
     ap.add_argument("--seconds", type=float, default=30, help="--latency: seconds of steady traffic per rate")
+    ap.add_argument("--group-sync-interval", default="5s", help="--latency: the plan's mirror.group_sync_interval")
     args = ap.parse_args()
     if args.compression:
         return compression_bench(args.records)
     if args.latency:
-        return latency_bench([int(r) for r in args.latency.split(",")], args.seconds, args.partitions)
+        return latency_bench([int(r) for r in args.latency.split(",")], args.seconds, args.partitions,
+                             args.group_sync_interval)
     rnd = random.Random(1)
     data = records(args.records, args.partitions, args.size)
     mb = sum(len(k) + len(v) for _, k, v in data) / 1e6
@@ -221,8 +223,8 @@ def main() -> None:
         bare = bare_copy(old, new, TOPIC, args.partitions, "bench.bare")
 
         start = time.monotonic()
-        run = subprocess.run([CLI, "mirror", "--plan", str(plan), "--until-caught-up", "-o", "json"],
-                             capture_output=True, text=True)
+        run = subprocess.run([CLI, "mirror", "--plan", str(plan), "--until-caught-up", "-o", "json",
+                              "--workers", str(args.workers)], capture_output=True, text=True)
         if run.returncode:
             raise SystemExit(f"cutover mirror failed: {run.stderr}")
         cutover_total = time.monotonic() - start
@@ -236,15 +238,15 @@ def main() -> None:
         for f in admin.delete_consumer_groups(groups).values():
             f.result(60)
         wait_gone(admin, TOPIC)
-        mm2 = run_mirror_maker(old, new, [TOPIC], groups, Path(tmp) / "mm2", timeout=1200, tasks=args.tasks)
+        mm2 = run_mirror_maker(old, new, [TOPIC], groups, Path(tmp) / "mm2", timeout=1200, tasks=args.workers)
         mm2_groups = {g: {p: o for (t, p), o in offs.items() if t == TOPIC} for g, offs in
                       mm2.groups_synced.items()}
         mm2_misses = misses(source, sequence_by_offset(new, TOPIC, args.partitions), src_groups, mm2_groups)
     mm2_copy = mm2.seconds_to_caught_up - mm2.startup_seconds
     rows = [("produce-only ceiling (new cluster)", ceiling, ceiling, None),
             ("bare Python copy loop (no transactions, no map)", bare, bare, None),
-            ("cutover mirror, exactly-once", cutover_copy, cutover_total, cut_misses),
-            (f"MirrorMaker 2, at-least-once, tasks.max={args.tasks}", mm2_copy, mm2.seconds_to_caught_up, mm2_misses)]
+            (f"cutover mirror, exactly-once, --workers {args.workers}", cutover_copy, cutover_total, cut_misses),
+            (f"MirrorMaker 2, at-least-once, tasks.max={args.workers}", mm2_copy, mm2.seconds_to_caught_up, mm2_misses)]
     print(f"\n{args.records:,} records x {args.size} B ({mb:.0f} MB), {args.partitions} partitions, "
           f"{args.groups} groups at random positions\n")
     print("| run | copy s | rec/s | MB/s | wall s incl. startup | re-read | skipped | not translated |")
@@ -256,14 +258,15 @@ def main() -> None:
           f"{mm2_copy / cutover_copy:.2f}x; cutover / ceiling: {ceiling / cutover_copy:.2f}x")
 
 
-def latency_bench(rates: list[int], seconds: float, partitions: int) -> None:
+def latency_bench(rates: list[int], seconds: float, partitions: int, sync_every: str) -> None:
     """cutover mirror in follow mode under steady traffic: per record, the delay from its append on the
     old cluster (LogAppendTime) until a read_committed consumer on the new cluster reads it; and the
     lag the mirror carries (records written minus records readable on the target), sampled."""
     rows = []
     with throwaway_sandbox() as (box, _old, _new, _tmp):
-        rows = [follow(box, rate, seconds, partitions) for rate in rates]
-    print(f"\nfollow mode, {seconds:.0f} s of steady traffic, {partitions} partitions, 12-byte records; delay = "
+        rows = [follow(box, rate, seconds, partitions, sync_every) for rate in rates]
+    print(f"\nfollow mode, {seconds:.0f} s of steady traffic, {partitions} partitions, 12-byte records, "
+          f"group_sync_interval {sync_every}; delay = "
           "append on old -> readable (read_committed) on new; the first tenth (the mirror starting) left out\n")
     print("| rate rec/s | written | read on new | p50 s | p99 s | max s | lag p50 (records) | lag max |")
     print("|---|---|---|---|---|---|---|---|")
@@ -271,18 +274,21 @@ def latency_bench(rates: list[int], seconds: float, partitions: int) -> None:
         print(f"| {rate:,} | {n:,} | {got:,} | {p50:.3f} | {p99:.3f} | {mx:.3f} | {lag50:,} | {lagmax:,} |")
 
 
-def follow(box: Sandbox, rate: int, seconds: float, partitions: int) -> tuple[int, int, int, float, float, float,
-                                                                              int, int]:
+Row = tuple[int, int, int, float, float, float, int, int]
+
+
+def follow(box: Sandbox, rate: int, seconds: float, partitions: int, sync_every: str) -> Row:
     import threading
 
     st = box.status()
     old, new = (st[s]["bootstrap"] for s in ("old", "new"))
     topic = f"bench.live{rate}"
-    AdminClient({"bootstrap.servers": old}).create_topics([NewTopic(topic, partitions, 1, config={
+    admin = AdminClient({"bootstrap.servers": old})  # kept: a client without a reference is destroyed at once
+    admin.create_topics([NewTopic(topic, partitions, 1, config={
         "message.timestamp.type": "LogAppendTime"})])[topic].result(60)
     spec = yaml.safe_load(box.plan_file.read_text())
     spec.update({"name": f"live{rate}", "topics": {"include": [re.escape(topic)]}, "groups": {"include": []}})
-    spec["mirror"] = {**spec.get("mirror", {}), "state_prefix": f"__live{rate}"}
+    spec["mirror"] = {**spec.get("mirror", {}), "state_prefix": f"__live{rate}", "group_sync_interval": sync_every}
     plan = box.dir / f"live{rate}.yaml"
     plan.write_text(yaml.safe_dump(spec))
     mirror = subprocess.Popen([CLI, "mirror", "--plan", str(plan)], stdout=subprocess.DEVNULL,
@@ -331,7 +337,7 @@ def follow(box: Sandbox, rate: int, seconds: float, partitions: int) -> tuple[in
 
 
 def compression_bench(n: int) -> None:
-    """Bytes on disk per topic on both clusters, mirrored with mirror.compression auto and none."""
+    """Bytes on disk per topic on both clusters, mirrored with mirror.compression auto, zstd and none."""
     topics = {"bench.lz4": "lz4", "bench.zstd": "zstd", "bench.producer": "producer"}
     rnd = random.Random(2)
     words = [b"order", b"customer", b"eur", b"usd", b"shipped", b"pending", b"warehouse", b"berlin", b"paris"]
@@ -348,7 +354,7 @@ def compression_bench(n: int) -> None:
             produce(old, t, data, compression="zstd")  # what the "producer" topic keeps
         sizes["old cluster"] = log_sizes(old, list(topics))
         spec = yaml.safe_load(box.plan_file.read_text())
-        for mode in ("auto", "none"):
+        for mode in ("auto", "zstd", "none"):
             plan = box.dir / f"bench-{mode}.yaml"
             spec.update({"name": f"bench{mode}", "topics": {"include": [r"bench\..*"]}, "groups": {"include": []}})
             spec["mirror"] = {**spec.get("mirror", {}), "compression": mode, "state_prefix": f"__bench{mode}"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -177,32 +177,56 @@ def _describe(ref: ClusterRef, client: AdminClient, groups: list[str], timeout: 
 
 def commit_group(ref: ClusterRef, group: str, offsets: dict[TP, int], timeout: float = DEFAULT_TIMEOUT,
                  client: AdminClient | None = None) -> None:
-    """Set a group's committed offsets, every partition or an error (the broker refuses while the group has members).
+    """Set a group's committed offsets, every partition or an error (the broker refuses while the group has members)."""
+    refused = commit_groups(ref, {group: offsets}, timeout, client)
+    if group in refused:
+        raise refused[group]
+
+
+def commit_groups(ref: ClusterRef, offsets: Mapping[str, dict[TP, int]], timeout: float = DEFAULT_TIMEOUT,
+                  client: AdminClient | None = None) -> dict[str, OffsetCommitRefused]:
+    """Set many groups' committed offsets, every group's request in flight together (the protocol
+    takes one group per request: one at a time, 2,000 groups wait 2,000 round trips). Returns the
+    groups the broker refused, each with why; the others have every partition committed.
 
     The broker answers per partition, and the call itself succeeds even when partitions
     are refused: each answer is checked, transient ones (a topic created a moment ago, a
-    coordinator moving) are retried until `timeout`, and any other refusal is raised.
+    coordinator moving) are retried until `timeout`, and any other refusal is that group's.
     """
     client = client if client is not None else admin(ref)
-    todo = dict(offsets)
+    todo = {g: dict(o) for g, o in offsets.items() if o}
+    refusals: dict[str, OffsetCommitRefused] = {}
     deadline = time.monotonic() + timeout
     while todo:
-        tps = [TopicPartition(t, p, o) for (t, p), o in sorted(todo.items())]
-        done = retrying(ref, client, lambda tps=tps: client.alter_consumer_group_offsets(  # type: ignore[misc]
-            [ConsumerGroupTopicPartitions(group, tps)], request_timeout=timeout),
-            f"committing the offsets of group {group}", timeout)
-        refused = {(tp.topic, tp.partition): tp.error for r in done.values() for tp in r.topic_partitions or []
-                   if tp.error is not None}
-        todo = {tp: o for tp, o in todo.items() if tp in refused}
-        if not todo:
-            return
-        tp, err = next(iter(sorted(refused.items())))
-        if not transient(err) or time.monotonic() > deadline:
-            raise OffsetCommitRefused(f"{ref.describe()} refused the offsets of group {group} on {len(refused)} "
-                                      f"partition(s), e.g. {tp[0]}/{tp[1]}: {err.str()}",
-                                      fix="a group with active members cannot be moved: stop its consumers; "
-                                          "otherwise check the topic and this principal's ACLs")
-        client.poll(0.2)
+        def send(todo: dict[str, dict[TP, int]] = todo) -> dict:  # type: ignore[type-arg]
+            futures = {}
+            for g, offs in todo.items():
+                tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offs.items())]
+                futures.update(client.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, tps)],
+                                                                   request_timeout=timeout))
+            return futures
+
+        done = retrying(ref, client, send, f"committing the offsets of group(s) {', '.join(list(todo)[:5])}",
+                        timeout)
+        again: dict[str, dict[TP, int]] = {}
+        for g, result in done.items():
+            refused = {(tp.topic, tp.partition): tp.error for tp in result.topic_partitions or []
+                       if tp.error is not None}
+            if not refused:
+                continue
+            tp, err = next(iter(sorted(refused.items())))
+            if transient(err) and time.monotonic() <= deadline:
+                again[g] = {tp: o for tp, o in todo[g].items() if tp in refused}
+            else:
+                refusals[g] = OffsetCommitRefused(
+                    f"{ref.describe()} refused the offsets of group {g} on {len(refused)} partition(s), e.g. "
+                    f"{tp[0]}/{tp[1]}: {err.str()}",
+                    fix="a group with active members cannot be moved: stop its consumers; otherwise check the "
+                        "topic and this principal's ACLs")
+        todo = again
+        if todo:
+            client.poll(0.2)
+    return refusals
 
 
 class OffsetCommitRefused(CutoverError):

@@ -19,7 +19,7 @@ from cutover.common import TP
 from cutover.errors import UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, admin
 from cutover.kafka.inspect import cluster_id, list_groups
-from cutover.kafka.offsets import GroupInfo, OffsetCommitRefused, commit_group, group_info, groups_info
+from cutover.kafka.offsets import GroupInfo, commit_groups, group_info, groups_info
 from cutover.mirror import state as st
 from cutover.mirror.offsetmap import NotYetMirrored, PartitionMap
 from cutover.plan import Plan
@@ -147,23 +147,34 @@ def sync(rt: st.Route, matches: Callable[[str], bool], tr: Translator, owned: Ca
     sources = groups_info(rt.source, [g for g in list_groups(rt.source, timeout) if matches(g)], timeout)
     mine = {g: {tp: o for tp, o in info.offsets.items() if keep(tp[0]) and owned(tp)} for g, info in sources.items()}
     targets = groups_info(rt.target, [g for g, m in mine.items() if m], timeout, target_client)
-    out = []
+    out, changes = [], {}
     for group, info in sources.items():
-        outcome = _sync_one(rt, group, mine[group], targets.get(group), tr, allow_rewind, timeout, target_client)
+        outcome, changed = _decide(rt, group, mine[group], targets.get(group), tr, allow_rewind)
         outcome.unmirrored = sorted(tp for tp in info.offsets if not keep(tp[0]))
         out.append(outcome)
+        changes[group] = changed
+    refused = commit_groups(rt.target, changes, timeout, target_client)
+    for outcome in out:
+        exc = refused.get(outcome.group)
+        if exc is not None:  # e.g. a member joined since the check: next sync tries again
+            outcome.reason, outcome.committed = exc.message, {}
+            log.warning("group %s not synced: %s", outcome.group, exc.message)
+        elif changes[outcome.group]:
+            log.info("group %s: committed %d partitions on %s", outcome.group, len(changes[outcome.group]),
+                     rt.target.name)
     return out
 
 
-def _sync_one(rt: st.Route, group: str, mine: dict[TP, int], target: GroupInfo | None, tr: Translator,
-              allow_rewind: bool, timeout: float, client: Any) -> GroupOutcome:
+def _decide(rt: st.Route, group: str, mine: dict[TP, int], target: GroupInfo | None, tr: Translator,
+            allow_rewind: bool) -> tuple[GroupOutcome, dict[TP, int]]:
+    """A group's outcome before committing, and the partitions whose target offset must change."""
     out = GroupOutcome(group)
     if not mine or target is None:
-        return out
+        return out, {}
     if target.active:
         out.reason = f"the group has {target.members} active members on {rt.target.describe()}"
         log.warning("group %s not synced: %s", group, out.reason)
-        return out
+        return out, {}
     for t in translate(tr, mine):
         tp = (t.topic, t.partition)
         current = target.offsets.get(tp)
@@ -174,16 +185,7 @@ def _sync_one(rt: st.Route, group: str, mine: dict[TP, int], target: GroupInfo |
                                f"({t.target_offset}); not moved back without --allow-rewind")
         else:
             out.committed[tp] = t.target_offset
-    changed = {tp: o for tp, o in out.committed.items() if target.offsets.get(tp) != o}
-    if changed:
-        try:
-            commit_group(rt.target, group, changed, timeout, client)
-        except OffsetCommitRefused as exc:  # e.g. a member joined since the check: next sync tries again
-            out.reason, out.committed = exc.message, {}
-            log.warning("group %s not synced: %s", group, exc.message)
-            return out
-        log.info("group %s: committed %d partitions on %s", group, len(changed), rt.target.name)
-    return out
+    return out, {tp: o for tp, o in out.committed.items() if target.offsets.get(tp) != o}
 
 
 def record(outcomes: list[GroupOutcome]) -> list[st.GroupSync]:
