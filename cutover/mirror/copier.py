@@ -104,6 +104,9 @@ class Copier:
             "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
             "queued.max.messages.kbytes": 262144}))
         self.maps: dict[TP, PartitionMap] = {}
+        #: Where the reader stands per partition: after the last batch read, which may not be committed
+        #: yet (the runner reads the next batch while one is written).
+        self.read_to: dict[TP, int] = {}
         #: True while a batch is being written in its transaction (what a clean stop finishes).
         self.writing = False
         self.dirty: set[TP] = set()
@@ -131,6 +134,7 @@ class Copier:
         for tp, pm in maps.items():
             if tp not in self.maps:
                 self.maps[tp] = pm
+                self.read_to[tp] = pm.next_src
                 self.dirty.add(tp)  # a new partition's starting point is progress too
         self.consumer.incremental_assign([TopicPartition(t, p, pm.next_src) for (t, p), pm in maps.items()])
 
@@ -158,6 +162,9 @@ class Copier:
                     count += 1
                 else:
                     self._event(msg, batch)
+        self.read_to.update(batch.reached_all())
+        for tp, gap in batch.lost.items():
+            self.read_to[tp] = max(self.read_to.get(tp, 0), gap.end)
         return batch
 
     def _event(self, msg: Message, batch: Batch) -> None:
@@ -168,7 +175,7 @@ class Copier:
             batch.reached[tp] = max(batch.reached.get(tp, 0), _off(msg))
         elif err.code() == KafkaError._AUTO_OFFSET_RESET:
             low, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.timeout, cached=False)
-            position = batch.reached_all().get(tp, self.maps[tp].next_src)
+            position = batch.reached_all().get(tp, self.read_to.get(tp, self.maps[tp].next_src))
             try:
                 batch.lost[tp] = out_of_range(position, low, high) or Gap(position, position)
             except SourceWentBack as exc:

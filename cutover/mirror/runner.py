@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,9 @@ class Run:
     group_outcomes: list[groups.GroupOutcome] = field(default_factory=list)
     #: Group -> when this run last synced it.
     synced: dict[str, float] = field(default_factory=dict)
+    #: When the last progress report was made, and the totals (records, bytes, transactions) it said.
+    last_report: float = 0.0
+    reported: tuple[int, int, int] = (0, 0, 0)
     #: One admin client per side for the run's offset reads (a new client per read costs its
     #: connections and metadata, and a cold one now and then 1 to 3 s waiting for leaders).
     _admins: dict[str, AdminClient] = field(default_factory=dict)
@@ -205,31 +209,47 @@ def _starting_points(r: Run, state: st.MirrorState, assigned: set[TP]) -> dict[T
 def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     opts = r.opts
     goal = r.offsets("source", copier.maps, "end") if opts.until_caught_up else {}
-    started = last_report = time.monotonic()
-    last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
-    reported = (0, 0, 0)
-    sync_every = float(r.plan.spec.mirror.group_sync_interval)
+    started = r.last_report = time.monotonic()
     in_flight(r.stop, lambda: "the transaction in flight" if copier.writing else
               "the batch being read (committed in one transaction)")
+    # The next batch is read while this one is written: a transaction's flush and commit wait for the
+    # target (and its compression runs in librdkafka's thread), and reading meanwhile keeps this process
+    # busy. A batch read ahead and never committed (a stop, the goal reached) is only dropped: the
+    # committed progress is where the next run resumes.
+    ahead = ThreadPoolExecutor(1, thread_name_prefix="cutover-mirror-read")
+    try:
+        _copy(r, copier, metrics, ahead, goal, started)
+    finally:
+        ahead.shutdown(wait=True)
+    _sync_groups(r, copier, metrics)
+    copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any
+    _report(r, copier, metrics, time.monotonic() - r.last_report, r.reported)
+    in_flight(r.stop, None)
+    return _summary(r, copier, time.monotonic() - started)
+
+
+def _copy(r: Run, copier: Copier, metrics: Metrics, ahead: ThreadPoolExecutor, goal: dict[TP, int],
+          started: float) -> None:
+    opts = r.opts
+    last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
+    sync_every = float(r.plan.spec.mirror.group_sync_interval)
+    batch = copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds)
     while not r.stop.is_set():
-        copier.commit(copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds))
+        nxt = ahead.submit(copier.read, opts.batch_records, opts.batch_bytes, opts.batch_seconds)
+        copier.commit(batch)
         now = time.monotonic()
         if now - last_sync >= sync_every:
             _sync_groups(r, copier, metrics)
             _follow_topics(r, copier)
             last_sync = now
-        if now - last_report >= opts.report_every:
-            reported = _report(r, copier, metrics, now - last_report, reported)
-            last_report = now
+        if now - r.last_report >= opts.report_every:
+            r.reported = _report(r, copier, metrics, now - r.last_report, r.reported)
+            r.last_report = now
         if goal and all(copier.maps[tp].next_src >= end for tp, end in goal.items()):
             break
         if opts.until_caught_up and not goal:
             break
-    _sync_groups(r, copier, metrics)
-    copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any
-    _report(r, copier, metrics, time.monotonic() - last_report, reported)
-    in_flight(r.stop, None)
-    return _summary(r, copier, time.monotonic() - started)
+        batch = nxt.result()
 
 
 def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
