@@ -24,7 +24,7 @@ from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
 from cutover.mirror import groups, topics
 from cutover.mirror import state as st
-from cutover.mirror.copier import Copier, transactional_id, went_back
+from cutover.mirror.copier import Batch, Copier, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
 from cutover.mirror.offsetmap import PartitionMap, SourceWentBack, out_of_range
 from cutover.mirror.shard import Shard
@@ -212,9 +212,9 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     started = r.last_report = time.monotonic()
     in_flight(r.stop, lambda: "the transaction in flight" if copier.writing else
               "the batch being read (committed in one transaction)")
-    # The next batch is read while this one is written: a transaction's flush and commit wait for the
-    # target (and its compression runs in librdkafka's thread), and reading meanwhile keeps this process
-    # busy. A batch read ahead and never committed (a stop, the goal reached) is only dropped: the
+    # Behind a full batch, the next batch is read while this one is written: a transaction's flush and
+    # commit wait for the target (and its compression runs in librdkafka's thread), and reading meanwhile
+    # keeps this process busy. A batch read ahead and never committed (a stop, the goal reached) is only dropped: the
     # committed progress is where the next run resumes.
     ahead = ThreadPoolExecutor(1, thread_name_prefix="cutover-mirror-read")
     try:
@@ -233,9 +233,14 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, ahead: ThreadPoolExecutor, g
     opts = r.opts
     last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
     sync_every = float(r.plan.spec.mirror.group_sync_interval)
-    batch = copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds)
+    batch: Batch | None = None
     while not r.stop.is_set():
-        nxt = ahead.submit(copier.read, opts.batch_records, opts.batch_bytes, opts.batch_seconds)
+        if batch is None:
+            batch = copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds)
+        # Read ahead only behind a full batch (more is waiting): behind a partial one the source is drained,
+        # and a read ahead would wait out the batch time, and a drain or a catch-up run's end with it.
+        full = sum(map(len, batch.parts.values())) >= opts.batch_records or batch.nbytes >= opts.batch_bytes
+        nxt = ahead.submit(copier.read, opts.batch_records, opts.batch_bytes, opts.batch_seconds) if full else None
         copier.commit(batch)
         now = time.monotonic()
         if now - last_sync >= sync_every:
@@ -249,7 +254,7 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, ahead: ThreadPoolExecutor, g
             break
         if opts.until_caught_up and not goal:
             break
-        batch = nxt.result()
+        batch = nxt.result() if nxt is not None else None
 
 
 def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
