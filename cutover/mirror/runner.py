@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -299,15 +299,27 @@ def _report(r: Run, copier: Copier, metrics: Metrics, elapsed: float,
         return t.records, t.bytes, t.transactions
     metrics.observe(r.rt.direction, ends, positions)
     metrics.copied(r.rt.direction, t.records - before[0], t.bytes - before[1], t.transactions - before[2])
-    lag: dict[str, int] = {}
-    for tp, end in ends.items():
-        lag[tp[0]] = lag.get(tp[0], 0) + max(0, end - positions[tp])
-    rate = (t.records - before[0]) / max(elapsed, 1e-6)
-    mbps = (t.bytes - before[1]) / max(elapsed, 1e-6) / 1e6
-    lags = " ".join(f"{k}={v:,}" for k, v in sorted(lag.items()))
-    progress(f"mirror {r.rt.direction} {r.opts.shard}: {t.records:,} records, {rate:,.0f} rec/s, "
-             f"{mbps:.1f} MB/s; lag {lags}")
+    say_progress(f"{r.rt.direction} {r.opts.shard}", t.records, t.bytes, before, elapsed,
+                 topic_lag(ends, positions))
     return t.records, t.bytes, t.transactions
+
+
+def topic_lag(ends: Mapping[TP, int], positions: Mapping[TP, int], into: dict[str, int] | None = None
+              ) -> dict[str, int]:
+    """Records behind the source's end, per topic (added to `into`, if given)."""
+    lag = into if into is not None else {}
+    for tp, end in ends.items():
+        lag[tp[0]] = lag.get(tp[0], 0) + max(0, end - positions.get(tp, end))
+    return lag
+
+
+def say_progress(who: str, records: int, nbytes: int, before: tuple[int, ...], elapsed: float,
+                 lag: Mapping[str, int]) -> None:
+    """The progress line: totals, the rate since the last line (records, bytes before it), lag per topic."""
+    elapsed = max(elapsed, 1e-6)
+    lags = " ".join(f"{k}={v:,}" for k, v in sorted(lag.items()))
+    progress(f"mirror {who}: {records:,} records, {(records - before[0]) / elapsed:,.0f} rec/s, "
+             f"{(nbytes - before[1]) / elapsed / 1e6:.1f} MB/s; lag {lags}")
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,8 @@ from typing import Any
 from cutover.errors import CutoverError, ExitCode
 from cutover.mirror import groups
 from cutover.mirror.metrics import Metrics
-from cutover.mirror.runner import Options, Progress, RunSummary, run
+from cutover.mirror.runner import Options, Progress, RunSummary, run, say_progress, topic_lag
 from cutover.mirror.shard import Shard
-from cutover.output import progress
 
 log = logging.getLogger("cutover.mirror")
 
@@ -166,14 +165,9 @@ class _Board:
         nbytes = sum(p.bytes for p in self.latest.values())
         lag: dict[str, int] = {}
         for p in self.latest.values():
-            for tp, end in p.ends.items():
-                lag[tp[0]] = lag.get(tp[0], 0) + max(0, end - p.positions.get(tp, end))
-        elapsed = max(now - at, 1e-6)
+            topic_lag(p.ends, p.positions, lag)
         direction = next(iter(self.latest.values())).direction
-        lags = " ".join(f"{k}={v:,}" for k, v in sorted(lag.items()))
-        progress(f"mirror {direction}, {self.workers} workers: {records:,} records, "
-                 f"{(records - records0) / elapsed:,.0f} rec/s, {(nbytes - bytes0) / elapsed / 1e6:.1f} MB/s; "
-                 f"lag {lags}")
+        say_progress(f"{direction}, {self.workers} workers", records, nbytes, (records0, bytes0), now - at, lag)
         self._last = (now, records, nbytes)
 
     def summary(self) -> RunSummary:
