@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -267,7 +267,7 @@ def latency_bench(rates: list[int], seconds: float, partitions: int, sync_every:
         rows = [follow(box, rate, seconds, partitions, sync_every) for rate in rates]
     print(f"\nfollow mode, {seconds:.0f} s of steady traffic, {partitions} partitions, 12-byte records, "
           f"group_sync_interval {sync_every}; delay = "
-          "append on old -> readable (read_committed) on new; the first tenth (the mirror starting) left out\n")
+          "append on old -> readable (read_committed) on new; traffic starts once the mirror is ready\n")
     print("| rate rec/s | written | read on new | p50 s | p99 s | max s | lag p50 (records) | lag max |")
     print("|---|---|---|---|---|---|---|---|")
     for rate, n, got, p50, p99, mx, lag50, lagmax in rows:
@@ -291,18 +291,19 @@ def follow(box: Sandbox, rate: int, seconds: float, partitions: int, sync_every:
     spec["mirror"] = {**spec.get("mirror", {}), "state_prefix": f"__live{rate}", "group_sync_interval": sync_every}
     plan = box.dir / f"live{rate}.yaml"
     plan.write_text(yaml.safe_dump(spec))
-    mirror = subprocess.Popen([CLI, "mirror", "--plan", str(plan)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    ready = box.dir / f"live{rate}.ready"
+    mirror = subprocess.Popen([CLI, "mirror", "--plan", str(plan), "--ready-file", str(ready)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     delays: list[float] = []
     seen, written, lags = [0], [0], []
-    done = threading.Event()
+    done, assigned = threading.Event(), threading.Event()
 
     def read() -> None:
         c = Consumer({"bootstrap.servers": new, "group.id": f"bench-live-{rate}", "isolation.level": "read_committed",
                       "fetch.wait.max.ms": 10, "enable.auto.commit": False})
-        while topic not in c.list_topics(timeout=10).topics:
-            time.sleep(0.1)
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        c.consume(1, 1.0)  # connected and fetching before the traffic starts
+        assigned.set()
         while not done.is_set() or seen[0] < written[0]:
             for m in c.consume(10_000, 0.1):
                 if m.error() is None:
@@ -310,8 +311,14 @@ def follow(box: Sandbox, rate: int, seconds: float, partitions: int, sync_every:
                     seen[0] += 1
         c.close()
 
+    # Steady state only: the traffic starts once the mirror owns its partitions (the target topic is
+    # made by then) and the reader is fetching, so neither one's start-up counts as delay.
+    wait_for(lambda: ready.exists() or mirror.poll() is not None, 120, "the mirror to be ready")
+    if mirror.poll() is not None:
+        raise SystemExit(f"cutover mirror exited with {mirror.returncode} before it was ready")
     reader = threading.Thread(target=read)
     reader.start()
+    wait_for(assigned.is_set, 60, "the reader on the new cluster")
     producer = Producer({"bootstrap.servers": old, "linger.ms": 5, "enable.idempotence": True})
     start, i = time.monotonic(), 0
     while time.monotonic() - start < seconds:
@@ -330,10 +337,17 @@ def follow(box: Sandbox, rate: int, seconds: float, partitions: int, sync_every:
     reader.join(120)
     mirror.terminate()
     mirror.wait(60)
-    warm = sorted(delays[len(delays) // 10:])
-    steady = sorted(lags[len(lags) // 10:])
-    return (rate, i, len(delays), warm[len(warm) // 2], warm[int(len(warm) * 0.99)], warm[-1],
-            steady[len(steady) // 2], max(lags))
+    steady, lag = sorted(delays), sorted(lags)
+    return (rate, i, len(delays), steady[len(steady) // 2], steady[int(len(steady) * 0.99)], steady[-1],
+            lag[len(lag) // 2], max(lags))
+
+
+def wait_for(cond: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not cond():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"gave up waiting {seconds:.0f} s for {what}")
+        time.sleep(0.05)
 
 
 def compression_bench(n: int) -> None:
