@@ -10,10 +10,11 @@ progress. Starting a second process for the same shard fences the first.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, NoReturn, cast
 
@@ -64,6 +65,9 @@ class Batch:
     #: Partitions whose position fell below the log start (retention): tp -> the records lost.
     lost: dict[TP, Gap] = field(default_factory=dict)
 
+    def __len__(self) -> int:
+        return sum(map(len, self.parts.values()))
+
     @property
     def messages(self) -> list[Message]:
         return [m for msgs in self.parts.values() for m in msgs]
@@ -102,11 +106,13 @@ class Copier:
         self.consumer = Consumer(rt.source.config(**{
             "group.id": f"{txn_id}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
             "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
-            "queued.max.messages.kbytes": 262144}))
+            "queued.max.messages.kbytes": 262144, "fetch.queue.backoff.ms": 10}))
         self.maps: dict[TP, PartitionMap] = {}
         #: Where the reader stands per partition: after the last batch read, which may not be committed
         #: yet (the runner reads the next batch while one is written).
         self.read_to: dict[TP, int] = {}
+        #: Mean value size of the last batch read (bounds the next batch's first read).
+        self._mean_bytes = 0.0
         #: True while a batch is being written in its transaction (what a clean stop finishes).
         self.writing = False
         self.dirty: set[TP] = set()
@@ -143,15 +149,25 @@ class Copier:
 
     # -- reading -------------------------------------------------------------------
 
-    def read(self, max_records: int, max_bytes: int, max_seconds: float) -> Batch:
+    def read(self, max_records: int, max_bytes: int, max_seconds: float,
+             until: Mapping[TP, int] | None = None) -> Batch:
+        """The next batch: up to `max_records` records or about `max_bytes` of values, read for at most
+        `max_seconds`; with `until` (partition -> offset, a catch-up run's goal), ended as soon as every
+        partition has reached its offset there, rather than waiting out the time for records that
+        will not come."""
         batch = Batch()
         parts, count = batch.parts, 0
         deadline = time.monotonic() + max_seconds
-        while count < max_records and batch.nbytes < max_bytes:
+        todo = None if until is None else self._short_of(until, batch)
+        while count < max_records and batch.nbytes < max_bytes and todo != {}:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            for msg in self.consumer.consume(min(10_000, max_records - count), min(left, 0.2)):
+            # As many records as the bytes left allow at the mean size (this batch's, else the last one's;
+            # a few while none is known): one call takes whatever the consumer has queued, up to 256 MB.
+            mean = batch.nbytes / count if count else self._mean_bytes
+            room = max(1, math.ceil((max_bytes - batch.nbytes) / mean)) if mean else 64
+            for msg in self.consumer.consume(min(10_000, max_records - count, room), min(left, 0.2)):
                 if msg.error() is None:  # per record: only what must be (see the commit for the rest)
                     tp = (msg.topic(), msg.partition())
                     msgs = parts.get(tp)  # type: ignore[arg-type]
@@ -162,10 +178,21 @@ class Copier:
                     count += 1
                 else:
                     self._event(msg, batch)
+            if todo:
+                todo = self._short_of(todo, batch)
+        if count:
+            self._mean_bytes = batch.nbytes / count
         self.read_to.update(batch.reached_all())
         for tp, gap in batch.lost.items():
             self.read_to[tp] = max(self.read_to.get(tp, 0), gap.end)
         return batch
+
+    def _short_of(self, until: Mapping[TP, int], batch: Batch) -> dict[TP, int]:
+        """The partitions of `until` that the reader (with this batch) has not reached yet."""
+        reached = batch.reached_all()
+        for tp, gap in batch.lost.items():
+            reached[tp] = max(reached.get(tp, 0), gap.end)
+        return {tp: end for tp, end in until.items() if max(reached.get(tp, 0), self.read_to.get(tp, 0)) < end}
 
     def _event(self, msg: Message, batch: Batch) -> None:
         tp = _tp(msg)

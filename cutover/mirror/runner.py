@@ -234,13 +234,21 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, ahead: ThreadPoolExecutor, g
     last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
     sync_every = float(r.plan.spec.mirror.group_sync_interval)
     batch: Batch | None = None
+    # A catch-up run's reads end at its goal (the end offsets at its start), not at the batch time.
+    until = goal if opts.until_caught_up else None
     while not r.stop.is_set():
         if batch is None:
-            batch = copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds)
+            # Slow start: a batch read while nothing is being written is a small one, so the target is
+            # written to while the read ahead fetches the next (a full batch, read at once, would keep
+            # the producer idle for the whole of it).
+            batch = copier.read(opts.batch_records // 16, opts.batch_bytes // 16, opts.batch_seconds, until)
+            full = len(batch) >= opts.batch_records // 16 or batch.nbytes >= opts.batch_bytes // 16
+        else:
+            full = len(batch) >= opts.batch_records or batch.nbytes >= opts.batch_bytes
         # Read ahead only behind a full batch (more is waiting): behind a partial one the source is drained,
-        # and a read ahead would wait out the batch time, and a drain or a catch-up run's end with it.
-        full = sum(map(len, batch.parts.values())) >= opts.batch_records or batch.nbytes >= opts.batch_bytes
-        nxt = ahead.submit(copier.read, opts.batch_records, opts.batch_bytes, opts.batch_seconds) if full else None
+        # and a read ahead would wait out the batch time.
+        nxt = ahead.submit(copier.read, opts.batch_records, opts.batch_bytes, opts.batch_seconds,
+                           until) if full else None
         copier.commit(batch)
         now = time.monotonic()
         if now - last_sync >= sync_every:

@@ -225,3 +225,58 @@ def test_another_writers_record_inside_a_batchs_range_makes_the_mirror_learn_eve
     assert [pm.translate(o) for o in range(200)] == [at[b"v%d" % o] for o in range(200)]
     assert pm.translate(200) == at[b"v199"] + 1
     assert "are not one range" in caplog.text  # the hole was seen, not stepped over
+
+
+def test_a_catch_up_run_ends_at_its_goal_instead_of_waiting_out_the_batch_time(
+        sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
+    """A catch-up run (and the switch's drain, which is one) knows where it stops: its reads end once
+    every partition reached the end offsets seen at its start. With a 600 s batch time, a run that
+    waited out its partial batches would not finish within the deadline."""
+    from cutover.mirror import runner
+
+    old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.goal"
+    create_topic(old, topic, 3)
+    sent = [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 3, "headers": [("h", b"%d" % i)]}
+            for i in range(30)]
+    produce(old, topic, sent)
+    scoped = load_plan(scoped_plan(sandbox.plan_file, ns, tmp_path))
+    done: list[runner.RunSummary] = []
+    stop = threading.Event()
+    worker = threading.Thread(target=lambda: done.append(runner.run(
+        scoped, runner.Options(until_caught_up=True, batch_seconds=600), stop)), daemon=True)
+    worker.start()
+    try:
+        wait_for(lambda: bool(done) or not worker.is_alive(), 120, "the catch-up run to end at its goal")
+    finally:
+        stop.set()
+    assert done and done[0].records == 30
+    assert content(read_all(new, topic, 3)) == content(read_all(old, topic, 3))
+
+
+def test_a_batch_keeps_to_its_bytes_bound(plan: Plan, tmp_path: Path, ns: str, sandbox: Sandbox) -> None:
+    """One consume call takes whatever the consumer has queued (up to 256 MB); the copier asks for
+    only as many records as the bytes left allow at the records' mean size, so a transaction holds
+    about `batch_bytes`, not everything queued."""
+    from cutover.mirror import state as st
+    from cutover.mirror.copier import Copier
+    from cutover.mirror.offsetmap import PartitionMap
+
+    old, topic = plan.cluster("old"), f"{ns}.bounded"
+    create_topic(old, topic, 1)
+    produce(old, topic, [{"key": b"k%d" % i, "value": b"%04d" % i + b"x" * 9_996, "partition": 0}
+                         for i in range(200)])  # 10,000-byte values, 2 MB in all
+    scoped = load_plan(scoped_plan(sandbox.plan_file, ns, tmp_path))
+    copier = Copier(st.route(scoped, "forward"), f"{ns}.reader-test", Shard(), 1_000_000)
+    try:
+        copier.assign("test", {(topic, 0): PartitionMap(start_src=0, next_src=0, next_tgt=0)})
+        first = copier.read(5, 1 << 30, 30)  # learns the records' size
+        assert [m.offset() for m in first.messages] == [0, 1, 2, 3, 4]
+        wait_for(lambda: copier.consumer.get_watermark_offsets(  # everything is queued by now
+            copier.consumer.assignment()[0], cached=True)[1] == 200, 30, "the consumer to see all 200")
+        second = copier.read(10_000, 100_000, 30)
+        offsets = [m.offset() for m in second.messages]
+        assert offsets == list(range(5, 5 + len(offsets)))
+        assert 100_000 <= second.nbytes < 110_000, second.nbytes  # the bound, overshot by less than a record
+        assert [m.value()[:4] for m in second.messages] == [b"%04d" % o for o in offsets]
+    finally:
+        copier.close()
