@@ -65,9 +65,6 @@ class Batch:
     #: Partitions whose position fell below the log start (retention): tp -> the records lost.
     lost: dict[TP, Gap] = field(default_factory=dict)
 
-    def __len__(self) -> int:
-        return sum(map(len, self.parts.values()))
-
     @property
     def messages(self) -> list[Message]:
         return [m for msgs in self.parts.values() for m in msgs]
@@ -142,6 +139,9 @@ class Copier:
                 self.maps[tp] = pm
                 self.read_to[tp] = pm.next_src
                 self.dirty.add(tp)  # a new partition's starting point is progress too
+        # Metadata first: librdkafka fetches a newly assigned topic it has no metadata for only after its
+        # next scan for unknown topics (up to 1 s; about 0.3 to 0.5 s measured here).
+        self.consumer.list_topics(timeout=self.timeout)
         self.consumer.incremental_assign([TopicPartition(t, p, pm.next_src) for (t, p), pm in maps.items()])
 
     def close(self) -> None:

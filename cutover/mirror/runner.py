@@ -212,10 +212,10 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     started = r.last_report = time.monotonic()
     in_flight(r.stop, lambda: "the transaction in flight" if copier.writing else
               "the batch being read (committed in one transaction)")
-    # Behind a full batch, the next batch is read while this one is written: a transaction's flush and
-    # commit wait for the target (and its compression runs in librdkafka's thread), and reading meanwhile
-    # keeps this process busy. A batch read ahead and never committed (a stop, the goal reached) is only dropped: the
-    # committed progress is where the next run resumes.
+    # Behind a batch of large records, the next batch is read while this one is written: a transaction's
+    # flush and commit wait for the target (and its compression runs in librdkafka's thread). A batch read
+    # ahead and never committed (a stop, the goal reached) is only dropped: the committed progress is where
+    # the next run resumes.
     ahead = ThreadPoolExecutor(1, thread_name_prefix="cutover-mirror-read")
     try:
         _copy(r, copier, metrics, ahead, goal, started)
@@ -238,17 +238,13 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, ahead: ThreadPoolExecutor, g
     until = goal if opts.until_caught_up else None
     while not r.stop.is_set():
         if batch is None:
-            # Slow start: a batch read while nothing is being written is a small one, so the target is
-            # written to while the read ahead fetches the next (a full batch, read at once, would keep
-            # the producer idle for the whole of it).
-            batch = copier.read(opts.batch_records // 16, opts.batch_bytes // 16, opts.batch_seconds, until)
-            full = len(batch) >= opts.batch_records // 16 or batch.nbytes >= opts.batch_bytes // 16
-        else:
-            full = len(batch) >= opts.batch_records or batch.nbytes >= opts.batch_bytes
-        # Read ahead only behind a full batch (more is waiting): behind a partial one the source is drained,
-        # and a read ahead would wait out the batch time.
+            batch = copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds, until)
+        # Read ahead only behind a batch that filled its bytes (large records, more waiting): reading them
+        # waits on the network, not on Python. Small records are Python work on both sides, and a reader
+        # thread would only contend for the interpreter with the writer (librdkafka prefetches meanwhile
+        # anyway). Behind a partial batch the source is drained, and a read ahead would wait out the time.
         nxt = ahead.submit(copier.read, opts.batch_records, opts.batch_bytes, opts.batch_seconds,
-                           until) if full else None
+                           until) if batch.nbytes >= opts.batch_bytes else None
         copier.commit(batch)
         now = time.monotonic()
         if now - last_sync >= sync_every:
