@@ -150,11 +150,13 @@ class Copier:
     # -- reading -------------------------------------------------------------------
 
     def read(self, max_records: int, max_bytes: int, max_seconds: float,
-             until: Mapping[TP, int] | None = None) -> Batch:
+             until: Mapping[TP, int] | None = None,
+             on_chunk: Callable[[dict[TP, list[Message]]], bool] | None = None) -> Batch:
         """The next batch: up to `max_records` records or about `max_bytes` of values, read for at most
         `max_seconds`; with `until` (partition -> offset, a catch-up run's goal), ended as soon as every
         partition has reached its offset there, rather than waiting out the time for records that
-        will not come."""
+        will not come. `on_chunk` takes each consume call's records per partition as they are read;
+        when it returns False the batch ends there."""
         batch = Batch()
         parts, count = batch.parts, 0
         deadline = time.monotonic() + max_seconds
@@ -167,6 +169,7 @@ class Copier:
             # a few while none is known): one call takes whatever the consumer has queued, up to 256 MB.
             mean = batch.nbytes / count if count else self._mean_bytes
             room = max(1, math.ceil((max_bytes - batch.nbytes) / mean)) if mean else 64
+            had = {tp: len(msgs) for tp, msgs in parts.items()} if on_chunk is not None else {}
             for msg in self.consumer.consume(min(10_000, max_records - count, room), min(left, 0.2)):
                 if msg.error() is None:  # per record: only what must be (see the commit for the rest)
                     tp = (msg.topic(), msg.partition())
@@ -180,6 +183,10 @@ class Copier:
                     self._event(msg, batch)
             if todo:
                 todo = self._short_of(todo, batch)
+            if on_chunk is not None:
+                chunk = {tp: msgs[had.get(tp, 0):] for tp, msgs in parts.items() if len(msgs) > had.get(tp, 0)}
+                if chunk and not on_chunk(chunk):
+                    break
         if count:
             self._mean_bytes = batch.nbytes / count
         self.read_to.update(batch.reached_all())
@@ -215,18 +222,48 @@ class Copier:
 
     # -- writing -------------------------------------------------------------------
 
-    def commit(self, batch: Batch) -> int:
-        """Write the batch and the progress it makes in one transaction. Returns records copied."""
+    def copy(self, max_records: int, max_bytes: int, max_seconds: float,
+             until: Mapping[TP, int] | None = None) -> Batch:
+        """Read a batch (see `read`) and write it, with the progress it makes, in one transaction, each
+        consume call's records sent as soon as they are read: the target is written while the rest is
+        read, and the commit waits only for the tail. Returns the batch."""
+        if self.others:  # the opposite mirror's records are mapped, not copied: the whole batch first
+            batch = self.read(max_records, max_bytes, max_seconds, until)
+            self.commit(batch)
+            return batch
+        sent = _Sent()
+        batch = self.read(max_records, max_bytes, max_seconds, until, lambda chunk: self._stream(chunk, sent))
+        self.commit(batch, sent if sent.begun else None)
+        return batch
+
+    def _stream(self, chunk: dict[TP, list[Message]], sent: _Sent) -> bool:
+        """Send a chunk of the batch being read in its transaction; False ends the batch here (a record the
+        target is sure to refuse, or a transaction that must be aborted: the commit deals with either)."""
+        self.writing = True
+        try:
+            self._send(chunk, sent)
+        except _TooLarge as big:
+            sent.too_large = big
+        except _Abortable as exc:
+            sent.abortable = exc
+        return sent.too_large is None and sent.abortable is None
+
+    def commit(self, batch: Batch, sent: _Sent | None = None) -> int:
+        """Write the batch and the progress it makes in one transaction (`sent`: the batch's records
+        were sent in it while it was read). Returns records copied."""
         gaps = self._gaps(batch)
         for attempt in range(1, 6):
             try:
                 self.writing = True
-                return self._commit(batch.parts, batch.reached_all(), gaps)
+                if sent is not None and sent.abortable is not None:
+                    raise sent.abortable
+                return self._commit(batch.parts, batch.reached_all(), gaps, sent)
             except _Abortable as exc:
                 log.warning("transaction aborted (%s); retrying the same records (attempt %d)", exc, attempt)
                 if self.writer is not None:
                     self.writer.aborted()
                 self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
+                sent = None  # written again from its first record
             finally:
                 self.writing = False
         raise CutoverError(f"the {self.rt.target.name} cluster aborted five transactions in a row",
@@ -283,8 +320,9 @@ class Copier:
                 floor[tp] = (origin + 1, copied)
         return out
 
-    def _commit(self, parts: dict[TP, list[Message]], reached: dict[TP, int], gaps: dict[TP, Gap]) -> int:
-        written = self._write_ranges(parts, gaps) if not self.others else None
+    def _commit(self, parts: dict[TP, list[Message]], reached: dict[TP, int], gaps: dict[TP, Gap],
+                sent: _Sent | None = None) -> int:
+        written = self._write_ranges(parts, gaps, sent) if not self.others else None
         mapped: dict[int, int] = {}
         if written is None:  # every record's target offset, one callback each
             messages = [m for msgs in parts.values() for m in msgs]
@@ -340,33 +378,42 @@ class Copier:
         self.totals.transactions += 1
         return copied
 
-    def _write_ranges(self, parts: dict[TP, list[Message]], gaps: dict[TP, Gap]) -> dict[TP, Written] | None:
-        """Write each partition's records in a new transaction, learning only the target offsets of its
-        first and last record. A transactional producer's records in one partition land in order, so
-        when last - first + 1 is their count they filled exactly that range, and every record's target
-        offset follows: no callback, pair or segment per record. None, with the transaction aborted,
-        when a range has a hole (another writer's records in between, or a record that failed): the
-        caller writes the batch again learning every offset."""
-        self._call(self.producer.begin_transaction, "beginning a transaction")
-        try:
-            written = self._ranges(parts)
-        except _TooLarge as big:
+    def _write_ranges(self, parts: dict[TP, list[Message]], gaps: dict[TP, Gap],
+                      sent: _Sent | None = None) -> dict[TP, Written] | None:
+        """Write each partition's records in a new transaction (or settle those `sent` in it while the
+        batch was read), learning only the target offsets of the first and last record each send of a
+        partition's records. A transactional producer's records in one partition land in order, so when
+        last - first + 1 is their count they filled exactly that range, and every record's target offset
+        follows: no callback, pair or segment per record. None, with the transaction aborted, when a
+        range has a hole (another writer's records in between, or a record that failed): the caller
+        writes the batch again learning every offset."""
+        if sent is None:
+            sent = _Sent()
+            try:
+                self._send(parts, sent)
+            except _TooLarge as big:
+                sent.too_large = big
+        if sent.too_large is not None:
             self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
             messages = [m for msgs in parts.values() for m in msgs]
-            index = next(i for i, m in enumerate(messages) if m is big.msg)
-            self._stop_before(messages, gaps, index, f"it is larger than the topic's max.message.bytes ({big.limit})")
+            index = next(i for i, m in enumerate(messages) if m is sent.too_large.msg)
+            self._stop_before(messages, gaps, index,
+                              f"it is larger than the topic's max.message.bytes ({sent.too_large.limit})")
+        written = self._settle(parts, sent)
         if written is None:
             self._call(lambda: self.producer.abort_transaction(self.timeout), "aborting a transaction")
         return written
 
-    def _ranges(self, parts: dict[TP, list[Message]]) -> dict[TP, Written] | None:
-        seen: dict[TP, list[int]] = {}
-        sizes: dict[TP, int] = {}
-        failed: list[KafkaError] = []
-        produce = self.producer.produce
+    def _send(self, parts: dict[TP, list[Message]], sent: _Sent) -> None:
+        """Produce these records in the transaction (begun by the first send), asking for the delivery of
+        each partition's first and last record only."""
+        if not sent.begun:
+            self._call(self.producer.begin_transaction, "beginning a transaction")
+            sent.begun = True
+        failed, produce = sent.failed, self.producer.produce
         for tp, msgs in parts.items():
             topic, partition = tp
-            offsets = seen[tp] = []
+            offsets = sent.seen.setdefault(tp, [])
 
             def note(err: KafkaError | None, m: Message, offsets: list[int] = offsets) -> None:
                 if err is None:
@@ -390,21 +437,25 @@ class Copier:
                 except KafkaException as exc:
                     raise self._classify(exc.args[0], "writing a record") from None
                 nbytes += size
-            sizes[tp] = nbytes
+            sent.asked[tp] = sent.asked.get(tp, 0) + min(len(msgs), 2)
+            sent.sizes[tp] = sent.sizes.get(tp, 0) + nbytes
+
+    def _settle(self, parts: dict[TP, list[Message]], sent: _Sent) -> dict[TP, Written] | None:
+        """Wait for what was sent; per partition, its records' one target range (None: not one range)."""
         self._flush()
-        if failed:
-            err = failed[0]
+        if sent.failed:
+            err = sent.failed[0]
             if err.code() in _FENCED or err.fatal():
                 raise self._fenced(err)
             return None
         out = {}
         for tp, msgs in parts.items():
-            got = seen[tp]
-            if len(got) != min(len(msgs), 2) or max(got) - min(got) != len(msgs) - 1:
+            got = sent.seen.get(tp, [])
+            if len(got) != sent.asked.get(tp) or max(got) - min(got) != len(msgs) - 1:
                 log.info("%s partition %d: the target offsets of this batch's %d records are not one range "
                          "(%s); writing it again with every offset", tp[0], tp[1], len(msgs), sorted(got))
                 return None
-            out[tp] = Written(_runs(msgs, min(got)), len(msgs), max(got) + 1, sizes[tp])
+            out[tp] = Written(_runs(msgs, min(got)), len(msgs), max(got) + 1, sent.sizes[tp])
         return out
 
     def _check_size(self, m: Message, topic: str) -> None:
@@ -560,6 +611,24 @@ class Copier:
         return Fenced(f"shard {self.shard} was taken over by another mirror process (transactional id "
                       f"{self.txn_id}): this process stopped and wrote nothing more ({err.str()})",
                       fix="run each shard in exactly one process; the newer process carries on")
+
+
+@dataclass
+class _Sent:
+    """What a transaction has been sent of a batch so far (see `Copier._send`)."""
+
+    begun: bool = False
+    #: Partition -> target offsets of the records whose delivery was asked for, as they are acknowledged.
+    seen: dict[TP, list[int]] = field(default_factory=dict)
+    #: Partition -> how many deliveries were asked for.
+    asked: dict[TP, int] = field(default_factory=dict)
+    #: Partition -> key and value bytes sent.
+    sizes: dict[TP, int] = field(default_factory=dict)
+    failed: list[KafkaError] = field(default_factory=list)
+    #: A record the target is sure to refuse, met while sending (the batch ends before it is sent).
+    too_large: _TooLarge | None = None
+    #: A send that failed so that the transaction must be aborted (the batch is then written again).
+    abortable: _Abortable | None = None
 
 
 class _Abortable(Exception):

@@ -11,7 +11,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
 from cutover.mirror import groups, topics
 from cutover.mirror import state as st
-from cutover.mirror.copier import Batch, Copier, transactional_id, went_back
+from cutover.mirror.copier import Copier, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
 from cutover.mirror.offsetmap import PartitionMap, SourceWentBack, out_of_range
 from cutover.mirror.shard import Shard
@@ -45,7 +44,10 @@ class Options:
     timeout: float = NETWORK_TIMEOUT
     #: Seconds between progress lines on stderr.
     report_every: float = 5.0
-    batch_records: int = 50_000
+    #: A transaction's batch: at most these records, about these bytes of values, read for at most
+    #: these seconds. Bytes bound memory; records only keep a batch of tiny records from growing past
+    #: what one transaction should hold (each commit waits for the producer's backlog: fewer is faster).
+    batch_records: int = 200_000
     batch_bytes: int = 64 * 1024 * 1024
     batch_seconds: float = 0.5
     #: Called once the process owns its partitions and knows where each resumes.
@@ -212,15 +214,7 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     started = r.last_report = time.monotonic()
     in_flight(r.stop, lambda: "the transaction in flight" if copier.writing else
               "the batch being read (committed in one transaction)")
-    # Behind a batch of large records, the next batch is read while this one is written: a transaction's
-    # flush and commit wait for the target (and its compression runs in librdkafka's thread). A batch read
-    # ahead and never committed (a stop, the goal reached) is only dropped: the committed progress is where
-    # the next run resumes.
-    ahead = ThreadPoolExecutor(1, thread_name_prefix="cutover-mirror-read")
-    try:
-        _copy(r, copier, metrics, ahead, goal, started)
-    finally:
-        ahead.shutdown(wait=True)
+    _copy(r, copier, metrics, goal, started)
     _sync_groups(r, copier, metrics)
     copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any
     _report(r, copier, metrics, time.monotonic() - r.last_report, r.reported)
@@ -228,24 +222,15 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     return _summary(r, copier, time.monotonic() - started)
 
 
-def _copy(r: Run, copier: Copier, metrics: Metrics, ahead: ThreadPoolExecutor, goal: dict[TP, int],
-          started: float) -> None:
+def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started: float) -> None:
     opts = r.opts
     last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
     sync_every = float(r.plan.spec.mirror.group_sync_interval)
-    batch: Batch | None = None
     # A catch-up run's reads end at its goal (the end offsets at its start), not at the batch time.
     until = goal if opts.until_caught_up else None
     while not r.stop.is_set():
-        if batch is None:
-            batch = copier.read(opts.batch_records, opts.batch_bytes, opts.batch_seconds, until)
-        # Read ahead only behind a batch that filled its bytes (large records, more waiting): reading them
-        # waits on the network, not on Python. Small records are Python work on both sides, and a reader
-        # thread would only contend for the interpreter with the writer (librdkafka prefetches meanwhile
-        # anyway). Behind a partial batch the source is drained, and a read ahead would wait out the time.
-        nxt = ahead.submit(copier.read, opts.batch_records, opts.batch_bytes, opts.batch_seconds,
-                           until) if batch.nbytes >= opts.batch_bytes else None
-        copier.commit(batch)
+        # Each batch is written as it is read, in one transaction; librdkafka fetches the next meanwhile.
+        copier.copy(opts.batch_records, opts.batch_bytes, opts.batch_seconds, until)
         now = time.monotonic()
         if now - last_sync >= sync_every:
             _sync_groups(r, copier, metrics)
@@ -258,7 +243,6 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, ahead: ThreadPoolExecutor, g
             break
         if opts.until_caught_up and not goal:
             break
-        batch = nxt.result() if nxt is not None else None
 
 
 def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
