@@ -105,8 +105,8 @@ class Copier:
             "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
             "queued.max.messages.kbytes": 262144, "fetch.queue.backoff.ms": 10}))
         self.maps: dict[TP, PartitionMap] = {}
-        #: Where the reader stands per partition: after the last batch read, which may not be committed
-        #: yet (the runner reads the next batch while one is written).
+        #: Where the reader stands per partition: after the last batch read, ahead of the committed
+        #: progress while that batch's transaction is open.
         self.read_to: dict[TP, int] = {}
         #: Mean value size of the last batch read (bounds the next batch's first read).
         self._mean_bytes = 0.0
