@@ -26,10 +26,15 @@ from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
 
 T = TypeVar("T")
 
-#: Transient answers: leadership or a coordinator moving or loading, or a topic created a moment ago.
+#: Transient answers: leadership or a coordinator moving or loading (a broker restarting: its leader
+#: epochs move, replicas fall out of sync and back), or a topic created a moment ago. librdkafka does
+#: not flag all of these retriable in an Admin answer.
 _TRANSIENT = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
               KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_LEADER_FOR_PARTITION,
-              KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION}
+              KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
+              KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
+              KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
+              KafkaError.NOT_CONTROLLER}
 
 
 def transient(err: Any) -> bool:

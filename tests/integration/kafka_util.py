@@ -10,6 +10,8 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from cutover.kafka.offsets import transient
+
 
 @dataclass(frozen=True)
 class Rec:
@@ -74,9 +76,7 @@ def _end(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
         try:
             return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)[1])
         except KafkaException as exc:
-            transient = exc.args[0].retriable() or exc.args[0].code() in (
-                KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
-            if not transient or time.monotonic() > deadline:
+            if not transient(exc.args[0]) or time.monotonic() > deadline:
                 raise
             consumer.poll(0.2)
 
