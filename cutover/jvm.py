@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,7 +89,34 @@ REST_CATALOG = JarSet("iceberg-rest-catalog", (f"org.apache.iceberg:iceberg-open
                       transitive=False)
 S3PROXY = JarSet("s3proxy", ("org.gaul:s3proxy:4.1.0:jar-with-dependencies",), transitive=False)
 
-JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS, REST_CATALOG, S3PROXY)}
+#: Kafka Connect with Apache Iceberg's sink connector: the old pipeline as the field runs it. The sink's
+#: Maven artifacts leave out what its runtime distribution bundles: the Parquet and ORC writers (both
+#: registered at the first write), Hadoop (the
+#: shaded client: Configuration and HadoopFileIO for a local warehouse), the catalogs' JDBC drivers.
+HADOOP_VERSION = "3.4.1"
+ICEBERG_CONNECT = JarSet(
+    "iceberg-connect",
+    (f"org.apache.kafka:connect-runtime:{KAFKA_VERSION}", f"org.apache.kafka:connect-json:{KAFKA_VERSION}",
+     f"org.apache.iceberg:iceberg-kafka-connect:{ICEBERG_VERSION}",
+     f"org.apache.iceberg:iceberg-kafka-connect-events:{ICEBERG_VERSION}",
+     f"org.apache.iceberg:iceberg-kafka-connect-transforms:{ICEBERG_VERSION}",  # KafkaMetadataTransform
+     f"org.apache.iceberg:iceberg-parquet:{ICEBERG_VERSION}", f"org.apache.iceberg:iceberg-orc:{ICEBERG_VERSION}",
+     f"org.apache.hadoop:hadoop-client-api:{HADOOP_VERSION}",
+     f"org.apache.hadoop:hadoop-client-runtime:{HADOOP_VERSION}",
+     "org.xerial:sqlite-jdbc:3.50.3.0", "org.postgresql:postgresql:42.7.8", "org.slf4j:slf4j-simple:1.7.36"),
+    pins=("com.fasterxml.jackson.core:jackson-core:2.19.0",),  # Iceberg's BOM asks 2.21, its databind is 2.19
+)
+
+JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS, REST_CATALOG, S3PROXY,
+                                ICEBERG_CONNECT)}
+
+
+def properties_text(props: Mapping[str, str]) -> str:
+    """A java.util.Properties file's text (values escaped: PEM contents span lines)."""
+    def escape(value: str) -> str:
+        return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+    return "".join(f"{k}={escape(v)}\n" for k, v in props.items())
 
 
 def cutover_home() -> Path:

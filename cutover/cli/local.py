@@ -17,7 +17,7 @@ _dir_option = click.option(
     "--dir", "folder", type=click.Path(file_okay=False, path_type=Path), envvar="CUTOVER_SANDBOX",
     help="Sandbox folder. Env: CUTOVER_SANDBOX; default ~/.cutover/sandbox.",
 )
-_side = click.argument("cluster", type=click.Choice(["old", "new", "catalog", "storage"]))
+_side = click.argument("cluster", type=click.Choice(["old", "new", "catalog", "storage", "connect"]))
 _broker_option = click.option("--broker", "node", type=click.IntRange(1), default=None,
                               help="Only this broker (1-based) of a multi-broker cluster.")
 
@@ -56,6 +56,10 @@ def _render_status(s: dict[str, Any]) -> str:
         lines.append(f"  storage {st['endpoint']} bucket {st['bucket']}  {state}")
     else:
         lines.append(f"  catalog {cat['name']}: {cat['uri']}")
+    cn = s.get("connect")
+    if cn:
+        state = f"running (pid {cn['pid']})" if cn["running"] else "stopped"
+        lines.append(f"  connect {cn['url']} on {cn['cluster']}  {state}  (log: {cn['log']})")
     lines.append(f"  plan    {s['plan']}")
     return "\n".join(lines)
 
@@ -120,14 +124,17 @@ _fetch_options = [
     click.option("--with-mirror-maker", is_flag=True, help="Also fetch MirrorMaker 2 (used by bench/)."),
     click.option("--with-lake", is_flag=True, help="Also fetch the sandbox's REST catalog server and S3 storage "
                  "(s3proxy), for local up --catalog rest|postgres."),
+    click.option("--with-connect", is_flag=True, help="Also fetch Kafka Connect with Apache Iceberg's sink "
+                 "connector, for local start connect."),
 ]
 
 
-def _fetch(fmt: Format, broker: bool, with_mirror_maker: bool, with_lake: bool) -> None:
+def _fetch(fmt: Format, broker: bool, with_mirror_maker: bool, with_lake: bool, with_connect: bool) -> None:
     from cutover import jvm
 
     sets = ([jvm.KAFKA_BROKER] if broker else []) + [jvm.SPARK_EXTRAS] \
-        + ([jvm.MIRROR_MAKER] if with_mirror_maker else []) + ([jvm.REST_CATALOG, jvm.S3PROXY] if with_lake else [])
+        + ([jvm.MIRROR_MAKER] if with_mirror_maker else []) + ([jvm.REST_CATALOG, jvm.S3PROXY] if with_lake else []) \
+        + ([jvm.ICEBERG_CONNECT] if with_connect else [])
     result = {s.name: len(jvm.resolve(s)) for s in sets}
     emit({"cache": str(jvm.cutover_home() / "jars"), "jars": result}, fmt,
          lambda r: "\n".join(f"{name}: {n} jars" for name, n in r["jars"].items()) + f"\ncache: {r['cache']}")
@@ -140,17 +147,17 @@ def jars_group() -> None:
 
 @jars_group.command("fetch")
 @click.option("--sandbox", is_flag=True, help="Also the Kafka broker the local sandbox runs (cutover local up).")
-def jars_fetch_cmd(fmt: Format, sandbox: bool, with_mirror_maker: bool, with_lake: bool) -> None:
+def jars_fetch_cmd(fmt: Format, sandbox: bool, with_mirror_maker: bool, with_lake: bool, with_connect: bool) -> None:
     """Resolve the jars from Maven Central into the cache (with mvn, once): the
     Spark extras the shadow, verify and promote need (Kafka source, Iceberg runtime, JDBC and S3 clients).
     Run it once where those commands run, e.g. when building their image; CUTOVER_HOME moves the cache."""
-    _fetch(fmt, sandbox, with_mirror_maker, with_lake)
+    _fetch(fmt, sandbox, with_mirror_maker, with_lake, with_connect)
 
 
 @local_group.command("fetch")
-def fetch_cmd(fmt: Format, with_mirror_maker: bool, with_lake: bool) -> None:
+def fetch_cmd(fmt: Format, with_mirror_maker: bool, with_lake: bool, with_connect: bool) -> None:
     """The same as cutover jars fetch --sandbox: the Kafka broker and the Spark extras."""
-    _fetch(fmt, True, with_mirror_maker, with_lake)
+    _fetch(fmt, True, with_mirror_maker, with_lake, with_connect)
 
 
 for _option in _fetch_options:
@@ -184,10 +191,12 @@ def down_cmd(folder: Path | None, fmt: Format, purge: bool) -> None:
 @click.option("--kill", is_flag=True, help="SIGKILL instead of a clean shutdown (a crash, for drills).")
 @_broker_option
 def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: int | None) -> None:
-    """Stop one cluster (or one broker of it), or the catalog server or storage, keeping its data."""
-    if cluster in ("catalog", "storage"):
+    """Stop one cluster (or one broker of it), the catalog server or storage, keeping its data, or the
+    Kafka Connect worker."""
+    if cluster in ("catalog", "storage", "connect"):
         _no_broker(cluster, node)
-        done = _sandbox(folder).stop_part(cluster, kill)
+        sandbox = _sandbox(folder)
+        done = sandbox.stop_connect(kill) if cluster == "connect" else sandbox.stop_part(cluster, kill)
         word = "killed" if done["killed"] and done["was_running"] else "stopped" if done["was_running"] \
             else "was not running"
         emit(done, fmt, lambda r: f"{cluster}: {word}")
@@ -202,9 +211,20 @@ def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: i
 @_dir_option
 @output_option
 @_broker_option
-def start_cmd(cluster: str, folder: Path | None, fmt: Format, node: int | None) -> None:
+@click.option("--on", "on", type=click.Choice(["old", "new"]), default=None,
+              help="connect: the cluster the Kafka Connect worker runs on (default: where it ran last, else "
+              "old). Running on the other one, it is stopped and moved; create its connectors there again.")
+def start_cmd(cluster: str, folder: Path | None, fmt: Format, node: int | None, on: str | None) -> None:
     """Start one stopped cluster (or one broker of it), or the catalog server or storage, on its
-    old ports, with its data."""
+    old ports, with its data; or the Kafka Connect worker (Apache Kafka's Connect with Apache
+    Iceberg's sink connector) on a cluster, its REST API on 127.0.0.1."""
+    if on is not None and cluster != "connect":
+        raise click.UsageError(f"--on is for the Connect worker, not the {cluster}; leave it out")
+    if cluster == "connect":
+        _no_broker(cluster, node)
+        emit(_sandbox(folder).start_connect(on), fmt,
+             lambda c: f"connect: running on {c['cluster']} at {c['url']} (log: {c['log']})")
+        return
     if cluster in ("catalog", "storage"):
         _no_broker(cluster, node)
         emit(_sandbox(folder).start_part(cluster), fmt, lambda c: f"{cluster}: running")

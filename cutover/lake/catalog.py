@@ -117,34 +117,42 @@ def catalog_error(cat: Catalog, exc: Exception) -> CutoverError:
                             "and reachable from this host")
 
 
+def java_properties(cat: Catalog) -> dict[str, str]:
+    """The catalog's properties for Iceberg's Java CatalogUtil (Spark's catalog, the Kafka Connect
+    sink's `iceberg.catalog.*`): the same catalog pyiceberg sees."""
+    props: dict[str, str] = {}
+    if cat.type == "rest":
+        props["type"] = "rest"
+        props["uri"] = cat.uri
+    else:
+        props["catalog-impl"] = "org.apache.iceberg.jdbc.JdbcCatalog"
+        props["jdbc.schema-version"] = "V1"
+        jdbc = _jdbc(cat.uri)
+        props.update(jdbc)
+        if jdbc["uri"].startswith("jdbc:postgresql:"):
+            # A pooled connection the database closed when it stopped or crashed answers the next
+            # query with 57P01/57P02 (not among Iceberg's retryable states): reconnect and retry.
+            props["retryable_status_codes"] = POSTGRES_RETRYABLE
+    if cat.warehouse:
+        props["warehouse"] = cat.warehouse
+    for key, value in cat.properties.items():
+        props.setdefault(_SPARK_NAMES.get(key, key), value)
+    if any(key.startswith("s3.") for key in cat.properties):
+        props.setdefault("io-impl", S3_FILE_IO)
+    # Every reader must see commits made elsewhere at once: offsets are read from the table
+    # before each commit (Spark: foreachBatch runs in a clone with its own catalog instance).
+    props.setdefault("cache-enabled", "false")
+    return props
+
+
 def spark_conf(cat: Catalog) -> dict[str, str]:
     """spark.sql.catalog.<name>.* settings for the same catalog."""
     prefix = f"spark.sql.catalog.{cat.name}"
     conf = {prefix: "org.apache.iceberg.spark.SparkCatalog"}
-    if cat.type == "rest":
-        conf[f"{prefix}.type"] = "rest"
-        conf[f"{prefix}.uri"] = cat.uri
-    else:
-        conf[f"{prefix}.catalog-impl"] = "org.apache.iceberg.jdbc.JdbcCatalog"
-        conf[f"{prefix}.jdbc.schema-version"] = "V1"
-        jdbc = _jdbc(cat.uri)
-        conf.update({f"{prefix}.{k}": v for k, v in jdbc.items()})
-        if jdbc["uri"].startswith("jdbc:postgresql:"):
-            # A pooled connection the database closed when it stopped or crashed answers the next
-            # query with 57P01/57P02 (not among Iceberg's retryable states): reconnect and retry.
-            conf[f"{prefix}.retryable_status_codes"] = POSTGRES_RETRYABLE
-    if cat.warehouse:
-        conf[f"{prefix}.warehouse"] = cat.warehouse
-    for key, value in cat.properties.items():
-        conf.setdefault(f"{prefix}.{_SPARK_NAMES.get(key, key)}", value)
-    if any(key.startswith("s3.") for key in cat.properties):
-        conf.setdefault(f"{prefix}.io-impl", S3_FILE_IO)
+    conf.update({f"{prefix}.{k}": v for k, v in java_properties(cat).items()})
     if _s3_compatible(cat):
         prepare_s3(cat)  # the driver: this process's environment, inherited by its JVM
         conf.update({f"spark.executorEnv.{k}": os.environ[k] for k in S3_COMPAT_ENV})
-    # Every session (foreachBatch runs in a clone with its own catalog instance) must see
-    # commits made elsewhere at once: offsets are read from the table before each commit.
-    conf.setdefault(f"{prefix}.cache-enabled", "false")
     return conf
 
 

@@ -269,6 +269,20 @@ def launch_command(spec: Process, cmd: list[str], env: dict[str, str] | None = N
     return proc, offset
 
 
+def start_command(spec: Process, cmd: list[str], env: dict[str, str] | None, ready: Ready,
+                  timeout: float = READY_TIMEOUT) -> int:
+    """Launch `cmd` and wait until it is ready (wait_ready); the PID. A start that fails is killed."""
+    proc, offset = launch_command(spec, cmd, env)
+    try:
+        return wait_ready(spec, proc, offset, ready, timeout)
+    except BaseException:
+        with cleaning():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        raise
+
+
 def wait_ready(spec: Process, proc: subprocess.Popen[bytes], offset: int, ready: Callable[[str], bool],
                timeout: float = READY_TIMEOUT) -> int:
     """The PID once the process accepts connections on its port and `ready` holds for this

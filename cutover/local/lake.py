@@ -31,7 +31,6 @@ from typing import Literal
 
 from cutover import jvm
 from cutover.errors import DependencyMissing, SandboxError
-from cutover.interrupt import cleaning
 from cutover.lake.catalog import S3_COMPAT_ENV
 from cutover.local import broker
 from cutover.plan.model import Catalog
@@ -267,15 +266,7 @@ def _start_postgres(spec: CatalogSpec, secrets: dict[str, str]) -> int:
 
 
 def _start(spec: StorageSpec | CatalogSpec, cmd: list[str], env: dict[str, str] | None, ready: broker.Ready) -> int:
-    proc, offset = broker.launch_command(spec, cmd, env)
-    try:
-        return broker.wait_ready(spec, proc, offset, ready, READY_TIMEOUT)
-    except BaseException:
-        with cleaning():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        raise
+    return broker.start_command(spec, cmd, env, ready, READY_TIMEOUT)
 
 
 def stop(spec: StorageSpec | CatalogSpec, pid: int | None, kill: bool = False) -> bool:

@@ -43,11 +43,6 @@ class Event:
     body: dict[str, Any]
 
 
-def _escape(value: str) -> str:
-    """A value in java.util.Properties syntax (PEM contents span lines)."""
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-
-
 @dataclass
 class _JavaClient(_Worker):
     tool: ClassVar[str]
@@ -89,7 +84,7 @@ class _JavaClient(_Worker):
             props = java_properties(side, self.plan.cluster(side))
             config = self.work / f"{self.role}-{run}.properties"
             config.touch(0o600)
-            config.write_text("".join(f"{k}={_escape(v)}\n" for k, v in props.items()))
+            config.write_text(jvm.properties_text(props))
             log = self.work / f"{self.role}-{run}.log"
             with log.open("w") as err:
                 proc = subprocess.Popen(
