@@ -41,7 +41,9 @@ class ConnectorState:
     failures: dict[int, str]
 
     def is_(self, state: str) -> bool:
-        """The connector and all its tasks (at least one) in `state`."""
+        """The connector and all its tasks (at least one; none when STOPPED) in `state`."""
+        if state == "STOPPED":
+            return self.state == state and not self.tasks
         return self.state == state and bool(self.tasks) and all(s == state for s in self.tasks.values())
 
 

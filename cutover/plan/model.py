@@ -101,13 +101,32 @@ class TablePair:
     on_bad_record: Literal["dead-letter", "fail"] = "dead-letter"
     schema_drift: Literal["evolve", "fail", "dead-letter"] = "evolve"
     #: Where promote reads the old writer's last committed source offsets at the hand-over:
-    #: "columns" (max offset per partition in old_offset_columns) or "group" (writer_group on old).
-    writer_offsets: Literal["columns", "group"] = "columns"
-    #: The old writer's consumer group, for writer_offsets: group.
+    #: "columns" (max offset per partition in old_offset_columns), "group" (writer_group on old), or
+    #: "iceberg-connect" (Apache Iceberg's Kafka Connect sink writes the table: its connector's consumer
+    #: group, checked against the control-topic offsets in the table's snapshots; cutover.switch.sink).
+    #: With iceberg-connect the same connector goes on writing the table from the new cluster.
+    writer_offsets: Literal["columns", "group", "iceberg-connect"] = "columns"
+    #: The old writer's consumer group, for writer_offsets: group (for iceberg-connect, the sink's
+    #: iceberg.connect.group-id when it is set; default connect-<connector>).
     writer_group: str | None = None
+    #: iceberg-connect: the sink connector's name (its consumer group is connect-<name>).
+    connector: str | None = None
+    #: iceberg-connect: the sink's iceberg.control.topic.
+    control_topic: str = "control-iceberg"
+    #: iceberg-connect: the REST address of the Connect cluster that runs the connector (http://host:port);
+    #: with it, the hand-over checks the connector is paused or stopped, else that its group is empty.
+    connect_url: str | None = None
+
+    @property
+    def sink_group(self) -> str:
+        """iceberg-connect: the sink connector's consumer group."""
+        return self.writer_group or f"connect-{self.connector}"
 
     def handover_problem(self) -> str | None:
         """Why promote could not find where the old writer stands (None when it can)."""
+        if self.writer_offsets == "iceberg-connect" and not (self.connector or self.writer_group):
+            return (f"table {self.old}: writer_offsets is iceberg-connect but neither connector (the sink "
+                    "connector's name) nor writer_group (its iceberg.connect.group-id) is set")
         if self.writer_offsets == "columns" and self.old_offset_columns is None:
             return (f"table {self.old}: writer_offsets is columns but old_offset_columns is not set; set it, or "
                     "use writer_offsets: group with writer_group")

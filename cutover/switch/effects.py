@@ -16,7 +16,7 @@ from cutover.errors import CutoverError
 from cutover.mirror import state as st
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
-from cutover.switch import background, handover, hooks, routing, waits
+from cutover.switch import background, handover, hooks, routing, sink, waits
 
 Detail = dict[str, Any]
 
@@ -156,11 +156,15 @@ class Live:
         return {"routing": body} if body else {"routing": None, "note": "the plan names no routing file"}
 
     def hand_over(self, pair: TablePair) -> Detail:
+        if pair.writer_offsets == "iceberg-connect":  # the same connector goes on (start_new_writer)
+            return sink.move(self.plan, pair, self.run, self.timeout, "forward")
         detail = handover.hand_over(self.plan, pair, self.run, self.timeout)
         detail["rows_written"] = _write_canonical(self.plan, pair, self.timeout)
         return detail
 
     def hand_back(self, pair: TablePair) -> Detail:
+        if pair.writer_offsets == "iceberg-connect":
+            return sink.move(self.plan, pair, self.run, self.timeout, "reverse")
         return handover.hand_back(self.plan, pair, self.run, self.timeout)
 
 
@@ -252,12 +256,22 @@ class DryRun:
         return self._would(f"write {path}: active={side}" if path else "no routing file in the plan")
 
     def hand_over(self, pair: TablePair) -> Detail:
+        if pair.writer_offsets == "iceberg-connect":
+            return self._would(f"{pair.old}: check the sink connector is paused or stopped and its coordinator "
+                               f"committed every DataWritten on {pair.control_topic}; translate its group "
+                               f"{pair.sink_group}, commit it on the new cluster, create {pair.control_topic} there "
+                               "if missing, and stamp the table with its end offsets so the same connector goes "
+                               "on from the new cluster")
         source = (f"consumer group {pair.writer_group}" if pair.writer_offsets == "group" else
                   f"offset columns of {pair.old}")
         return self._would(f"{pair.old}: read the old writer's positions ({source}), translate them, stamp them on "
                            "the table, and write it from the new cluster until caught up")
 
     def hand_back(self, pair: TablePair) -> Detail:
+        if pair.writer_offsets == "iceberg-connect":
+            return self._would(f"{pair.old}: the same, the other way: the sink's group {pair.sink_group} on the new "
+                               "cluster translated back and committed on the old one, the table stamped with the "
+                               f"old {pair.control_topic}'s end offsets")
         return self._would(f"{pair.old}: translate the table's new-cluster positions back and stamp them for "
                            "the old writer")
 

@@ -119,7 +119,7 @@ def _from_columns(spark: Any, plan: Plan, pair: TablePair) -> dict[int, int]:
     return found
 
 
-def _translate(tr: groups.Translator, topic: str, positions: dict[int, int], what: str) -> dict[int, int]:
+def translate(tr: groups.Translator, topic: str, positions: dict[int, int], what: str) -> dict[int, int]:
     out = {}
     for p, o in sorted(positions.items()):
         try:
@@ -130,9 +130,12 @@ def _translate(tr: groups.Translator, topic: str, positions: dict[int, int], wha
     return out
 
 
-def _stamp(spark: Any, plan: Plan, pair: TablePair, cluster: str, positions: dict[int, int], note: dict[str, Any],
-           dead_letters: int) -> int:
+def stamp(spark: Any, plan: Plan, pair: TablePair, cluster: str, positions: dict[int, int], note: dict[str, Any],
+          dead_letters: int, extra: dict[str, str] | None = None) -> int:
+    """A snapshot adding no rows, stamped with `positions` of `cluster` and the hand-over's note (and
+    `extra` summary entries): the durable hand-over point."""
     props = stamps.stamp(cluster, pair.topic, {}, positions, f"{plan.name}-{note['run']}", dead_letters)
+    props.update(extra or {})
     props[eras.K_HANDOVER] = json.dumps(note, sort_keys=True, separators=(",", ":"))
     return tables.stamp_only(spark, plan, pair.old, props, BRANCH, lambda tbl, snapshot, at: {
         eras.K_HANDOVERS: eras.appended(tables.properties_of(tbl), note, snapshot, at)})
@@ -153,8 +156,8 @@ def hand_over(plan: Plan, pair: TablePair, run: str, timeout: float) -> dict[str
     else:
         old_pos, source = writer_positions(spark, plan, pair, timeout)
         tr = groups.translator(st.route(plan, "forward"), plan, timeout)
-        new_pos = _translate(tr, pair.topic, old_pos, f"hand-over of {pair.old}")
-        snap = _stamp(spark, plan, pair, new_id, new_pos, {"direction": "forward", "run": run, "from": source,
+        new_pos = translate(tr, pair.topic, old_pos, f"hand-over of {pair.old}")
+        snap = stamp(spark, plan, pair, new_id, new_pos, {"direction": "forward", "run": run, "from": source,
                                                             "old": old_pos, "new": new_pos}, held.dead_letter_rows)
         progress(f"  {pair.old}: handed over at " + ", ".join(f"{p}:{old_pos[p]}->{o}" for p, o in new_pos.items())
                  + f" (old writer's positions from {source})")
@@ -171,9 +174,9 @@ def hand_back(plan: Plan, pair: TablePair, run: str, timeout: float) -> dict[str
     detail: dict[str, Any] = {"table": pair.old, "topic": pair.topic}
     if held.cluster_id == new_id:
         tr = groups.translator(st.route(plan, "reverse"), plan, timeout)
-        old_pos = _translate(tr, pair.topic, held.positions, f"hand-back of {pair.old}")
+        old_pos = translate(tr, pair.topic, held.positions, f"hand-back of {pair.old}")
         spark = spark_mod.session(plan, f"cutover-rollback-{plan.name}")
-        detail["snapshot"] = _stamp(spark, plan, pair, old_id, old_pos, {
+        detail["snapshot"] = stamp(spark, plan, pair, old_id, old_pos, {
             "direction": "reverse", "run": run, "new": held.positions, "old": old_pos}, held.dead_letter_rows)
         detail["new_positions"] = held.positions
         progress(f"  {pair.old}: handed back at " + ", ".join(

@@ -5,6 +5,7 @@ table into the sandbox's catalog."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from cutover.errors import Refused
 from cutover.kafka.connect import Connect
 from cutover.lake import catalog as catalog_mod
 from cutover.local.connect import sink_config
@@ -54,6 +56,12 @@ def _summary(plan: Plan, table: str) -> dict[str, str]:
     snap = catalog_mod.load(plan.spec.catalog).load_table(table).current_snapshot()
     assert snap is not None
     return dict(snap.summary.additional_properties)
+
+
+def _topics(props: dict[str, str]) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient(dict(props)).list_topics(timeout=30).topics)
 
 
 def _committed(props: dict[str, str], group: str, topic: str, partitions: int) -> dict[int, int]:
@@ -129,3 +137,115 @@ def test_the_worker_is_in_local_status_and_moves_between_clusters(sandbox: Sandb
     assert worker.version()["kafka_cluster_id"] == old_id
     wrong = cutover("local", "start", "old", "--on", "new", "--dir", str(sandbox.dir))
     assert wrong.code == 2 and "--on is for the Connect worker" in wrong.err
+
+
+def _sink_plan(sandbox: Sandbox, ns: str, tmp: Path, worker: Connect, **pair: Any) -> Plan:
+    from cutover.plan import derive
+
+    return derive(sandbox.plan_file, tmp / f"{ns}.yaml", merge=True, name=ns,
+                  topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+                  switch={"journal_dir": str(tmp / "journal")},
+                  tables=[{"topic": f"{ns}.orders", "old": f"{ns}.orders_old", "new": f"{ns}.orders_new",
+                           "writer_offsets": "iceberg-connect", "connector": f"{ns}-sink",
+                           "control_topic": f"control-{ns}", "connect_url": worker.url,
+                           "old_offset_columns": {"partition": "_kafka_metadata_partition",
+                                                  "offset": "_kafka_metadata_offset"}, **pair}])
+
+
+def _sink_writing(sandbox: Sandbox, worker: Connect, ns: str, tmp: Path, n: int) -> tuple[Plan, dict[str, str]]:
+    """A plan whose old table the sink writes from the old cluster: `n` records written there, and
+    mirrored to the new cluster; the plan and the connector's configuration."""
+    main = _sink_plan(sandbox, ns, tmp, worker)
+    pair, old = main.spec.tables[0], main.cluster("old")
+    create_topic(old, pair.topic, 3)
+    create_topic(old, pair.control_topic, 1)  # the sink does not create its control topic
+    produce(old, pair.topic, _records(n))
+    assert main.spec.catalog is not None and pair.connector
+    config = sink_config(main.spec.catalog, [pair.topic], pair.old, control_topic=pair.control_topic,
+                         commit_interval_ms=1000)
+    worker.put(pair.connector, config)
+    wait_for(lambda: len(_rows(main, pair.old)) >= n, 120, f"the sink to write {n} rows from the old cluster")
+    mirrored = cutover("mirror", "--plan", str(main.file), "--until-caught-up", "-o", "json")
+    assert mirrored.code == 0, mirrored.err
+    return main, config
+
+
+def _ids(plan: Plan, table: str) -> list[int]:
+    return sorted(r["id"] for r in _rows(plan, table))
+
+
+def test_the_same_sink_connector_goes_on_from_the_new_cluster_at_the_next_record(
+        sandbox: Sandbox, worker: Connect, plan: Plan, ns: str, tmp_path: Path) -> None:
+    from cutover.switch import sink
+
+    main, config = _sink_writing(sandbox, worker, ns, tmp_path, 150)
+    pair = main.spec.tables[0]
+    new = main.cluster("new")
+
+    # a running connector is refused before anything changes
+    with pytest.raises(Refused, match="is RUNNING"):
+        sink.move(main, pair, "t1", 30, "forward")
+    assert pair.control_topic not in _topics(new)
+
+    worker.pause(f"{ns}-sink")
+    worker.wait(f"{ns}-sink", "PAUSED", 60)
+    detail = sink.move(main, pair, "t1", 60, "forward")
+    assert detail["old_positions"] == {0: 50, 1: 50, 2: 50}
+    # every record was read: the group sits right after each partition's last copy on the new cluster
+    copies = read_all(new, pair.topic, 3)
+    last = {p: max(r.offset for r in copies if r.partition == p) for p in range(3)}
+    assert len(copies) == 150 and detail["new_positions"] == {p: o + 1 for p, o in last.items()}
+    assert detail["control_topic_ends"] == {0: 0} and pair.control_topic in _topics(new)
+    assert _committed(new, pair.sink_group, pair.topic, 3) == detail["new_positions"]
+
+    sandbox.start_connect("new")  # the operator moves the Connect cluster and creates the connector again
+    worker.put(f"{ns}-sink", config)
+    worker.wait(f"{ns}-sink", "RUNNING", 120)
+    produce(new, pair.topic, _records(90, start=150))  # the clients write the new cluster now
+    wait_for(lambda: len(_rows(main, pair.old)) >= 240, 120, "the sink to write the new cluster's 90 rows")
+    assert _ids(main, pair.old) == list(range(240)), "every record once: no gap, no duplicate"
+    fresh = [r for r in _rows(main, pair.old) if r["id"] >= 150]
+    assert {(r["_kafka_metadata_partition"], r["_kafka_metadata_offset"]) for r in fresh} == \
+        {(r.partition, r.offset) for r in read_all(new, pair.topic, 3) if json.loads(r.value or b"")["id"] >= 150}
+    # a re-run of the hand-over (a crash after it) leaves the connector's own progress alone
+    worker.pause(f"{ns}-sink")
+    worker.wait(f"{ns}-sink", "PAUSED", 60)
+    again = sink.move(main, pair, "t1", 60, "forward")
+    assert again["stamped_before"] and "group_left" in again
+    worker.delete(f"{ns}-sink")
+    sandbox.start_connect("old")
+
+
+def test_a_hand_over_is_refused_before_anything_changes_when_the_sinks_state_does_not_add_up(
+        sandbox: Sandbox, worker: Connect, ns: str, tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+
+    from cutover.switch import sink
+
+    main, _config = _sink_writing(sandbox, worker, ns, tmp_path, 30)
+    pair = main.spec.tables[0]
+    old, new = main.cluster("old"), main.cluster("new")
+    worker.stop(pair.connector or "")
+    worker.wait(pair.connector or "", "STOPPED", 60)
+
+    def refused(other: Any, match: str) -> None:
+        with pytest.raises(Refused, match=match) as exc:
+            sink.move(main, other, "t", 3, "forward")
+        assert exc.value.exit_code == 3
+        assert pair.control_topic not in _topics(new), "nothing made on the new cluster"
+        assert _committed(new, pair.sink_group, pair.topic, 3) == {0: -1001, 1: -1001, 2: -1001}
+
+    # the plan names another connector: the table holds offsets of a group other than the configured one
+    refused(dataclasses.replace(pair, connector="billing-sink", connect_url=None),
+            f"hold Iceberg sink offsets for kafka.connect.offsets.{pair.control_topic}.{pair.sink_group}")
+    # a DataWritten of the group past the table's positions: files whose records the group counts as done
+    # are not in the table (the connector stopped between sending them and its coordinator's commit)
+    written = next(m for m in _control_events(old, pair.control_topic) if sink.event(m, "")[0] == "DataWritten")
+    producer = Producer(old)
+    producer.produce(pair.control_topic, written, partition=0)
+    assert producer.flush(30) == 0
+    refused(pair, "DataWritten event.* are not committed to the table")
+
+
+def _control_events(props: dict[str, str], topic: str) -> list[bytes]:
+    return [r.value or b"" for r in read_all(props, topic, 1)]
