@@ -77,6 +77,9 @@ class OffsetColumns:
     partition: str
     offset: str
     topic: str | None = None
+    #: The record's Kafka timestamp, when the old writer keeps it (Iceberg's Kafka Connect sink with its
+    #: KafkaMetadataTransform: _kafka_metadata_timestamp): Kafka metadata, not payload, to verify.
+    timestamp: str | None = None
 
 
 @dataclass(frozen=True)

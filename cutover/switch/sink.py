@@ -37,6 +37,7 @@ from cutover.kafka.clients import ClusterRef, admin
 from cutover.kafka.inspect import cluster_id, partition_counts
 from cutover.kafka.offsets import commit_group, committed_records, group_info, log_offsets, wait_all
 from cutover.lake import stamps, tables
+from cutover.mirror.state import Direction
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
 
@@ -221,17 +222,12 @@ def prepare(plan: Plan, pair: TablePair, side: ClusterSide, positions: dict[int,
     ends = log_offsets(ref, [(pair.control_topic, p) for p in range(parts)], "end", timeout)
     control = {p: ends[(pair.control_topic, p)] for p in range(parts)}
     info = group_info(ref, pair.sink_group, timeout)
-    mine = {p: o for (t, p), o in info.offsets.items() if t == pair.topic}
-    if mine and mine != positions:
-        # a re-run after the connector already wrote from here: its own progress stands
-        return {"control_topic_ends": control, "group_left": mine}
-    if not mine:
-        if info.active:
-            raise Refused(f"table {pair.old}: the sink's consumer group {pair.sink_group} already has "
-                          f"{info.members} members on the {side} cluster; its offsets cannot be set",
-                          fix="stop the connector there (it starts after the hand-over, in start_new_writer), "
-                          "then re-run")
-        commit_group(ref, pair.sink_group, {(pair.topic, p): o for p, o in positions.items()}, timeout)
+    if info.active:
+        raise Refused(f"table {pair.old}: the sink's consumer group {pair.sink_group} already has {info.members} "
+                      f"members on the {side} cluster; its offsets cannot be set",
+                      fix="stop the connector there (it starts after the hand-over, in start_new_writer), "
+                      "then re-run")
+    commit_group(ref, pair.sink_group, {(pair.topic, p): o for p, o in positions.items()}, timeout)
     coordinator = f"{pair.sink_group}-coord"
     if not group_info(ref, coordinator, timeout).active:
         commit_group(ref, coordinator, {(pair.control_topic, p): o for p, o in control.items()}, timeout)
@@ -244,7 +240,7 @@ def control_stamp(pair: TablePair, control: dict[int, int]) -> dict[str, str]:
             json.dumps({str(p): o for p, o in sorted(control.items())}, separators=(",", ":"))}
 
 
-def move(plan: Plan, pair: TablePair, run: str, timeout: float, direction: str) -> dict[str, Any]:
+def move(plan: Plan, pair: TablePair, run: str, timeout: float, direction: Direction) -> dict[str, Any]:
     """Promote (forward: old -> new) or rollback (reverse: new -> old) of a sink-written table."""
     from cutover.lake import spark as spark_mod
     from cutover.mirror import groups
@@ -258,28 +254,25 @@ def move(plan: Plan, pair: TablePair, run: str, timeout: float, direction: str) 
     detail: dict[str, Any] = {"table": pair.old, "topic": pair.topic, "writer": "iceberg-connect",
                               "connector": pair.connector, "group": pair.sink_group}
     if held.cluster_id == dst_id and held.positions:
-        detail["stamped_before"] = True
-        moved = held.positions
-    else:
-        here, seen = position(plan, pair, src, timeout)
-        tr = groups.translator(st.route(plan, direction), plan, timeout)  # type: ignore[arg-type]
-        moved = translate(tr, pair.topic, here, f"hand-over of {pair.old}")
-        detail.update(seen)
-        detail[f"{src}_positions"] = here
+        # a re-run: the stamp comes last, so the groups were committed before it; since then the
+        # connector may have written from there, and its own progress stands
+        detail.update({"stamped_before": True, f"{dst}_positions": held.positions})
+        progress(f"  {pair.old}: already handed to the {dst} cluster (the table is stamped with it)")
+        return detail
+    here, seen = position(plan, pair, src, timeout)
+    tr = groups.translator(st.route(plan, direction), plan, timeout)
+    moved = translate(tr, pair.topic, here, f"hand-over of {pair.old}")
+    detail.update(seen)
+    detail[f"{src}_positions"] = here
     parts = partition_counts(ClusterRef.of(plan, src), timeout).get(pair.control_topic, 1)
     prepared = prepare(plan, pair, dst, moved, timeout, parts)
-    if not detail.get("stamped_before"):
-        spark = spark_mod.session(plan, f"cutover-{'promote' if direction == 'forward' else 'rollback'}-{plan.name}")
-        detail["snapshot"] = stamp(spark, plan, pair, dst_id, moved, {
-            "direction": direction, "run": run, "from": f"sink group {pair.sink_group}",
-            src: detail[f"{src}_positions"], dst: moved}, held.dead_letter_rows,
-            control_stamp(pair, prepared["control_topic_ends"]))
+    spark = spark_mod.session(plan, f"cutover-{'promote' if direction == 'forward' else 'rollback'}-{plan.name}")
+    detail["snapshot"] = stamp(spark, plan, pair, dst_id, moved, {
+        "direction": direction, "run": run, "from": f"sink group {pair.sink_group}", src: here, dst: moved},
+        held.dead_letter_rows, control_stamp(pair, prepared["control_topic_ends"]))
     detail.update(prepared)
     detail[f"{dst}_positions"] = moved
     progress(f"  {pair.old}: the sink continues on the {dst} cluster at "
              + ", ".join(f"{p}:{o}" for p, o in sorted(moved.items())) + f" (group {pair.sink_group})")
-    if "group_left" in prepared:
-        progress(f"  {pair.old}: the group {pair.sink_group} on the {dst} cluster already stands at "
-                 f"{prepared['group_left']} (the connector wrote from there): left as it is")
     return detail
 

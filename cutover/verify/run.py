@@ -98,7 +98,7 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
     old_df, new_df = old_pin.df, new_pin.df
     oc = pair.old_offset_columns
     mode: Mode = "offsets" if oc else "key" if pair.key else "content"
-    ignore_old = {c.lower() for c in ([oc.partition, oc.offset] + ([oc.topic] if oc.topic else []) if oc else [])}
+    ignore_old = {c.lower() for c in ([oc.partition, oc.offset, oc.topic, oc.timestamp] if oc else []) if c}
     old_cols, new_cols = _columns(old_df), _columns(new_df)
     old_names = {c.name.lower() for c in old_cols}
     kafka_only_new = {c.name.lower() for c in new_cols if c.name.startswith("kafka_")} - old_names
