@@ -139,6 +139,12 @@ def test_the_worker_is_in_local_status_and_moves_between_clusters(sandbox: Sandb
     assert wrong.code == 2 and "--on is for the Connect worker" in wrong.err
 
 
+def _shadow_rows(plan: Plan, table: str) -> list[dict[str, Any]]:
+    assert plan.spec.catalog is not None
+    cat = catalog_mod.load(plan.spec.catalog)
+    return cat.load_table(table).scan().to_arrow().to_pylist() if cat.table_exists(table) else []
+
+
 def _sink_plan(sandbox: Sandbox, ns: str, tmp: Path, worker: Connect, **pair: Any) -> Plan:
     from cutover.plan import derive
 
@@ -253,3 +259,138 @@ def test_a_hand_over_is_refused_before_anything_changes_when_the_sinks_state_doe
 
 def _control_events(props: dict[str, str], topic: str) -> list[bytes]:
     return [r.value or b"" for r in read_all(props, topic, 1)]
+
+
+_SINK_HOOK = '''#!{python}
+"""The old pipeline's hooks: pause the sink connector, or move the Connect worker to a cluster and have the
+connector (created there if it is not) run. Killed cutover on cue, once (a crash inside the hand-over)."""
+import json, os, signal, subprocess, sys
+from cutover.kafka.connect import Connect
+
+action, cluster = sys.argv[1], sys.argv[2]
+kill = "{kills}/" + os.environ["CUTOVER_ACTION"] + "." + action + "." + cluster
+if os.path.exists(kill):
+    os.remove(kill)
+    os.kill(os.getppid(), signal.SIGKILL)
+    sys.exit(1)
+rest, name = Connect("{url}"), "{name}"
+if action == "pause":
+    rest.pause(name)
+    rest.wait(name, "PAUSED", 120)
+else:
+    subprocess.run(["{cutover}", "local", "start", "connect", "--on", cluster, "--dir", "{sandbox}"], check=True)
+    if rest.config(name) is None:
+        rest.put(name, json.loads(open("{config}").read()))
+    else:
+        rest.resume(name)
+    rest.wait(name, "RUNNING", 120)
+print(f"connector {{name}}: {{action}} on {{cluster}}")
+'''
+
+
+def _sink_hooks(folder: Path, sandbox: Sandbox, worker: Connect, name: str, config: dict[str, str],
+                kills: Path) -> dict[str, str]:
+    import sys
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    script = folder / "sink-hook"
+    script.write_text(_SINK_HOOK.format(python=sys.executable, url=worker.url, name=name, sandbox=sandbox.dir,
+                                        cutover=Path(sys.executable).parent / "cutover",
+                                        config=folder / "config.json", kills=kills))
+    script.chmod(0o755)
+    out = {}
+    for event, args in {"stop_old_writer": "pause old", "start_new_writer": "run new",
+                        "stop_new_writer": "pause new", "start_old_writer": "run old"}.items():
+        (folder / event).write_text(f'#!/bin/sh\nexec "{script}" {args}\n')
+        (folder / event).chmod(0o755)
+        out[event] = str(folder / event)
+    return out
+
+
+@pytest.mark.slow
+def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and_a_crash_in_each_hand_over(
+        sandbox: Sandbox, worker: Connect, plan: Plan, ns: str, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    from collections import Counter
+
+    from cutover.drill.context import control_hooks
+    from cutover.drill.demo import ORDERS
+    from cutover.drill.traffic import Traffic
+    from cutover.plan import derive
+    from cutover.switch import background
+    from tests.integration.shadow_util import kill_group, start_shadow
+    from tests.integration.test_switch import _until_done
+
+    ctl, kills, name = tmp_path / "ctl", tmp_path / "kills", f"{ns}-sink"
+    ctl.mkdir()
+    kills.mkdir()
+    topic, table, control = f"{ns}.orders", f"{ns}.legacy", f"control-{ns}"
+    assert plan.spec.catalog is not None
+    config = sink_config(plan.spec.catalog, [topic], table, control_topic=control, commit_interval_ms=1000)
+    hooks = {**control_hooks(tmp_path / "hooks", ctl), **_sink_hooks(tmp_path / "hooks", sandbox, worker, name,
+                                                                       config, kills)}
+    main = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
+                  topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+                  mirror={"group_sync_interval": "1s"}, spark={"checkpoint_dir": str(tmp_path / "ck")},
+                  gates={"quiet_period": "2s", "verify_max_age": "1h", "max_lag_rows": {"old_ahead": 600}},
+                  switch={"journal_dir": str(tmp_path / "journal"), "quiet_timeout": "60s", "groups_timeout": "60s",
+                          "hook_timeout": "180s"},
+                  routing={"file": str(tmp_path / "routing.json")}, hooks=hooks,
+                  tables=[{"topic": topic, "old": table, "new": f"{ns}.orders", "schema": ORDERS,
+                           "writer_offsets": "iceberg-connect", "connector": name, "control_topic": control,
+                           "connect_url": worker.url,
+                           "old_offset_columns": {"partition": "_kafka_metadata_partition",
+                                                  "offset": "_kafka_metadata_offset",
+                                                  "topic": "_kafka_metadata_topic",
+                                                  "timestamp": "_kafka_metadata_timestamp"}}])
+    create_topic(main.cluster("old"), topic, 3)
+    create_topic(main.cluster("old"), control, 1)
+    producer = Traffic(main, ctl, [topic], rate=30)
+    shadowing = None
+    producer.start()
+    worker.put(name, config)
+    mirror = subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", str(main.file)],
+                              stdout=subprocess.DEVNULL, stderr=(tmp_path / "mirror.err").open("w"))
+    try:
+        wait_for(lambda: len(_rows(main, table)) >= 150, 120, "the sink to write the old cluster's traffic")
+        wait_for(lambda: cutover("mirror", "status", "--plan", str(main.file), "-o", "json").json()["lag"] < 300,
+                 60, f"the mirror to catch up (its log: {tmp_path / 'mirror.err'})")
+        shadowing = start_shadow(main, tmp_path / "shadow.err", "--follow")  # the parallel write path, from new
+        wait_for(lambda: len(_shadow_rows(main, f"{ns}.orders")) >= 150, 180,
+                 f"the shadow to write from the new cluster (its log: {tmp_path / 'shadow.err'})")
+        # cutover is SIGKILLed once inside the hand-over, after the table is stamped, before the connector
+        # runs on the new cluster: the re-run finds the stamp and only starts it
+        (kills / "promote.run.new").touch()
+        killed, promoted = _until_done(main, "promote", kills, 3, "--verify")
+        assert killed == 1 and promoted["phase"] == "promoted"
+        mirror.terminate()
+        mirror.wait(60)
+        wait_for(lambda: sum(1 for s in producer.sent if s.cluster == "new") >= 150, 90,
+                 "the traffic to go on on the new cluster")
+        # the same connector writes them from the new cluster (before any rollback could carry them back)
+        on_new = {s.seq for s in producer.sent if s.cluster == "new"}
+        wait_for(lambda: on_new <= {r["seq"] for r in _rows(main, table)}, 120,
+                 "the sink to write the new cluster's records from the new cluster")
+        (kills / "rollback.run.old").touch()
+        killed, rolled = _until_done(main, "rollback", kills, 3)
+        assert killed == 1 and rolled["phase"] == "rolled-back"
+        wait_for(lambda: sum(1 for s in producer.sent[-100:] if s.cluster == "old") >= 100, 90,
+                 "the traffic to go on on the old cluster")
+        (ctl / "pause").touch()
+        wait_for(lambda: (ctl / "producer.paused").exists(), 60, "the producer to pause")
+    finally:
+        producer.stop()
+        if mirror.poll() is None:
+            mirror.kill()
+        if shadowing is not None:
+            kill_group(shadowing)
+        background.stop(main)
+    seqs = [s.seq for s in producer.sent]
+    assert len(set(seqs)) == len(seqs) and not producer.errors
+    assert {s.cluster for s in producer.sent} == {"old", "new"}
+    wait_for(lambda: len(_rows(main, table)) >= len(seqs), 180, "the sink to write every record")
+    in_table = Counter(r["seq"] for r in _rows(main, table))
+    assert in_table == Counter(seqs), "the sink's table holds every record exactly once through both switches"
+    worker.delete(name)
