@@ -82,6 +82,10 @@ def worker_properties(spec: ConnectSpec, client: dict[str, str]) -> dict[str, st
         # the sink's connector consumer commits through its own transactions; the framework's
         # periodic offset commit only matters to other sinks
         "offset.flush.interval.ms": "1000",
+        # a worker that crashed leaves its groups within seconds, not the 45 s default: its restart's
+        # tasks get their partitions back at once
+        "session.timeout.ms": "10000",
+        "consumer.session.timeout.ms": "10000",
         # every plugin is on the class path: no plugin.path to scan
         "plugin.discovery": "hybrid_warn",
         # the data topics are written in transactions by the mirror: a sink never reads an aborted one

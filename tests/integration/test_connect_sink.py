@@ -308,6 +308,17 @@ def _sink_hooks(folder: Path, sandbox: Sandbox, worker: Connect, name: str, conf
     return out
 
 
+def _crash_the_worker(sandbox: Sandbox, worker: Connect, name: str, cluster: str) -> None:
+    """SIGKILL the Connect worker as its sink's coordinator starts a commit, then start it again."""
+    log = Path(sandbox.status()["connect"]["log"])
+    seen = log.read_text().count("Sending event of type: START_COMMIT")
+    wait_for(lambda: log.read_text().count("Sending event of type: START_COMMIT") > seen, 60,
+             "the sink's coordinator to start a commit")
+    assert sandbox.stop_connect(kill=True)["was_running"]
+    assert sandbox.start_connect(cluster)["cluster"] == cluster
+    worker.wait(name, "RUNNING", 180)
+
+
 @pytest.mark.slow
 def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and_a_crash_in_each_hand_over(
         sandbox: Sandbox, worker: Connect, plan: Plan, ns: str, tmp_path: Path) -> None:
@@ -339,12 +350,18 @@ def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and
                           "hook_timeout": "180s"},
                   routing={"file": str(tmp_path / "routing.json")}, hooks=hooks,
                   tables=[{"topic": topic, "old": table, "new": f"{ns}.orders", "schema": ORDERS,
-                           "writer_offsets": "iceberg-connect", "connector": name, "control_topic": control,
-                           "connect_url": worker.url,
+                           "checks": ["sink_orders"], "writer_offsets": "iceberg-connect", "connector": name,
+                           "control_topic": control, "connect_url": worker.url,
                            "old_offset_columns": {"partition": "_kafka_metadata_partition",
                                                   "offset": "_kafka_metadata_offset",
                                                   "topic": "_kafka_metadata_topic",
                                                   "timestamp": "_kafka_metadata_timestamp"}}])
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "sink_orders.json").write_text(json.dumps({"name": "sink_orders", "expectations": [
+        {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "seq"}},
+        {"type": "expect_column_values_to_be_unique", "kwargs": {"column": "seq"}},
+        {"type": "expect_column_values_to_be_between", "kwargs": {"column": "amount", "min_value": 1,
+                                                                  "max_value": 900}}]}))
     create_topic(main.cluster("old"), topic, 3)
     create_topic(main.cluster("old"), control, 1)
     producer = Traffic(main, ctl, [topic], rate=30)
@@ -354,7 +371,9 @@ def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and
     mirror = subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", str(main.file)],
                               stdout=subprocess.DEVNULL, stderr=(tmp_path / "mirror.err").open("w"))
     try:
-        wait_for(lambda: len(_rows(main, table)) >= 150, 120, "the sink to write the old cluster's traffic")
+        wait_for(lambda: len(_rows(main, table)) >= 100, 120, "the sink to write the old cluster's traffic")
+        _crash_the_worker(sandbox, worker, name, "old")  # SIGKILL at a commit; it comes back and goes on
+        wait_for(lambda: len(_rows(main, table)) >= 200, 120, "the sink to write on after the crash")
         wait_for(lambda: cutover("mirror", "status", "--plan", str(main.file), "-o", "json").json()["lag"] < 300,
                  60, f"the mirror to catch up (its log: {tmp_path / 'mirror.err'})")
         shadowing = start_shadow(main, tmp_path / "shadow.err", "--follow")  # the parallel write path, from new
@@ -362,6 +381,11 @@ def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and
                  f"the shadow to write from the new cluster (its log: {tmp_path / 'shadow.err'})")
         # cutover is SIGKILLed once inside the hand-over, after the table is stamped, before the connector
         # runs on the new cluster: the re-run finds the stamp and only starts it
+        checked = cutover("verify", "--plan", str(main.file), "-o", "json", timeout=600)
+        assert checked.code == 0, checked.err
+        result = checked.json()["tables"][0]  # the sink's table against the shadow's, by Kafka offsets
+        assert result["mode"] == "offsets" and result["counts"]["matched"] >= 150, result["counts"]
+        assert [(x["side"], x["success"]) for x in result["suites"]] == [("old", True), ("new", True)]
         (kills / "promote.run.new").touch()
         killed, promoted = _until_done(main, "promote", kills, 3, "--verify")
         assert killed == 1 and promoted["phase"] == "promoted"
@@ -373,6 +397,10 @@ def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and
         on_new = {s.seq for s in producer.sent if s.cluster == "new"}
         wait_for(lambda: on_new <= {r["seq"] for r in _rows(main, table)}, 120,
                  "the sink to write the new cluster's records from the new cluster")
+        _crash_the_worker(sandbox, worker, name, "new")
+        on_new = {s.seq for s in producer.sent if s.cluster == "new"}
+        wait_for(lambda: on_new <= {r["seq"] for r in _rows(main, table)}, 120,
+                 "the sink to write on from the new cluster after the crash")
         (kills / "rollback.run.old").touch()
         killed, rolled = _until_done(main, "rollback", kills, 3)
         assert killed == 1 and rolled["phase"] == "rolled-back"
