@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,10 @@ def worker(sandbox: Sandbox) -> Iterator[Connect]:
 
 
 def _records(n: int, start: int = 0) -> list[dict[str, Any]]:
-    return [{"key": b"k%d" % i, "partition": i % 3, "timestamp": 1_700_000_000_000 + i,
+    # timestamps of now: records older than the topic's retention (7 days) go at the broker's next
+    # retention check, which comes 5 minutes into a session's sandbox
+    now = int(time.time() * 1000)
+    return [{"key": b"k%d" % i, "partition": i % 3, "timestamp": now + i,
              "value": json.dumps({"id": i, "name": f"n{i}", "amount": i / 4}).encode()}
             for i in range(start, start + n)]
 
