@@ -24,9 +24,22 @@ class Rec:
 
 
 def create_topic(props: Mapping[str, str], name: str, partitions: int = 1, **config: str) -> None:
+    """Create the topic and wait until every broker's metadata has it, each partition with a leader
+    (on three brokers the controller's answer comes first: a client asking another broker at once
+    was told there is no such topic)."""
     admin = AdminClient(dict(props))
     # The broker's default replication factor: 1 on a one-broker sandbox, 3 on three brokers.
     admin.create_topics([NewTopic(name, partitions, -1, config=config)])[name].result(timeout=30)
+    for address in props["bootstrap.servers"].split(","):
+        one = AdminClient({**props, "bootstrap.servers": address})
+        deadline = time.monotonic() + 30
+        while True:
+            meta = one.list_topics(name, timeout=10).topics.get(name)
+            if meta is not None and meta.error is None and len(meta.partitions) == partitions and all(
+                    p.leader >= 0 for p in meta.partitions.values()):
+                break
+            assert time.monotonic() < deadline, f"{address} does not list topic {name} after 30 s"
+            time.sleep(0.1)
 
 
 def produce(props: Mapping[str, str], topic: str, records: list[dict[str, Any]]) -> None:
