@@ -11,6 +11,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cutover.kafka.offsets import transient
+from tests.conftest import wait_for
 
 
 @dataclass(frozen=True)
@@ -32,14 +33,13 @@ def create_topic(props: Mapping[str, str], name: str, partitions: int = 1, **con
     admin.create_topics([NewTopic(name, partitions, -1, config=config)])[name].result(timeout=30)
     for address in props["bootstrap.servers"].split(","):
         one = AdminClient({**props, "bootstrap.servers": address})
-        deadline = time.monotonic() + 30
-        while True:
-            meta = one.list_topics(name, timeout=10).topics.get(name)
-            if meta is not None and meta.error is None and len(meta.partitions) == partitions and all(
-                    p.leader >= 0 for p in meta.partitions.values()):
-                break
-            assert time.monotonic() < deadline, f"{address} does not list topic {name} after 30 s"
-            time.sleep(0.1)
+        wait_for(lambda: _listed(one, name, partitions), 30, f"{address} to list topic {name}")  # noqa: B023
+
+
+def _listed(client: AdminClient, name: str, partitions: int) -> bool:
+    meta = client.list_topics(name, timeout=10).topics.get(name)
+    return meta is not None and meta.error is None and len(meta.partitions) == partitions and all(
+        p.leader >= 0 for p in meta.partitions.values())
 
 
 def produce(props: Mapping[str, str], topic: str, records: list[dict[str, Any]]) -> None:
