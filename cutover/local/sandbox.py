@@ -31,7 +31,8 @@ from typing import Any
 
 from cutover import jvm
 from cutover.errors import SandboxError, UsageError
-from cutover.local import broker, connect, lake, zookeeper
+from cutover.local import broker, lake, zookeeper
+from cutover.local.worker import ConnectState, ConnectWorker
 from cutover.output import progress
 from cutover.plan import ClusterSide
 from cutover.plan.model import Catalog
@@ -122,21 +123,11 @@ class LakeState:
 
 
 @dataclass
-class ConnectState:
-    """The Kafka Connect worker, once started: the cluster it runs on, its REST port, its PID."""
-
-    cluster: ClusterSide
-    port: int
-    pid: int | None = None
-
-
-@dataclass
 class State:
     clusters: dict[str, ClusterState] = field(default_factory=dict)
     version: int = STATE_VERSION
     lake: LakeState = field(default_factory=LakeState)
-    #: Kept by versions that know it; an older cutover ignores the key (and the worker).
-    connect: ConnectState | None = None
+    connect: ConnectState | None = None  # the Connect worker; an older cutover ignores the key
 
 
 _handed_out: set[int] = set()
@@ -172,7 +163,7 @@ def _ephemeral_low() -> int:
         return 32768
 
 
-class Sandbox:
+class Sandbox(ConnectWorker):
     def __init__(self, folder: Path | None = None) -> None:
         self.dir = (folder or default_dir()).absolute()
 
@@ -646,66 +637,6 @@ class Sandbox:
         if purge:
             shutil.rmtree(self.dir)
         return {"dir": str(self.dir), "stopped": stopped, "purged": purge}
-
-    # ----- the Kafka Connect worker (the Iceberg sink's runtime)
-
-    def connect_spec(self, cs: ConnectState) -> connect.ConnectSpec:
-        return connect.ConnectSpec(self.dir / "connect", cs.port, cs.cluster)
-
-    def start_connect(self, cluster: ClusterSide | None = None) -> dict[str, Any]:
-        """Start the Connect worker on `cluster` (default: where it ran last, else old). Running on
-        the other cluster, it is stopped first and started on this one, as an operator moves a
-        Connect cluster; its connectors are then created there again."""
-        with self._locked():
-            state = self._load()
-            cs = state.connect or ConnectState(cluster or "old", free_port())
-            spec = self.connect_spec(cs)
-            if broker.running(spec, cs.pid) and cluster not in (None, cs.cluster):
-                progress(f"stopping the {spec.title} to move it to the {cluster} cluster")
-                connect.stop(spec, cs.pid)
-                cs.pid = None
-            cs.cluster = cluster or cs.cluster
-            spec = self.connect_spec(cs)
-            if not broker.running(spec, cs.pid):
-                st = state.clusters[cs.cluster]
-                if not all(broker.running(b, n.pid) for b, n in zip(self.specs(cs.cluster, st), st.nodes,
-                                                                      strict=True)):
-                    raise SandboxError(f"the {cs.cluster} cluster is not running: the Connect worker runs on it",
-                                       fix=f"cutover local start {cs.cluster}, then start connect again")
-                from cutover.shadow.source import java_properties
-
-                progress(f"starting the {spec.title} at {spec.url}")
-                cs.pid = connect.start(spec, java_properties(cs.cluster, self.client_properties(cs.cluster, st)))
-            state.connect = cs
-            self._save(state)
-            described: dict[str, Any] = self._describe(state)["connect"]
-            return described
-
-    def stop_connect(self, kill: bool = False) -> dict[str, Any]:
-        with self._locked():
-            state = self._load()
-            return {"part": "connect", "was_running": self._stop_connect(state, kill), "killed": kill}
-
-    def _stop_connect(self, state: State, kill: bool) -> bool:
-        cs = state.connect
-        if cs is None:
-            return False
-        spec = self.connect_spec(cs)
-        if broker.running(spec, cs.pid):
-            progress(f"{'killing' if kill else 'stopping'} the {spec.title}")
-        was = connect.stop(spec, cs.pid, kill)
-        cs.pid = None
-        self._save(state)
-        return was
-
-    def _describe_connect(self, state: State) -> dict[str, Any] | None:
-        cs = state.connect
-        if cs is None:
-            return None
-        spec = self.connect_spec(cs)
-        alive = broker.running(spec, cs.pid)
-        return {"cluster": cs.cluster, "url": spec.url, "port": cs.port, "running": alive,
-                "pid": cs.pid if alive else None, "log": str(spec.log_file)}
 
     # -- the drills' fault injector (cutover.drill.faults.FaultInjector) ---------------------
 
