@@ -83,7 +83,9 @@ def stored_positions(snaps: list[stamps.Snapshot], current: int | None, table: s
     raise Refused(f"table {table}: no snapshot of its current lineage holds the Iceberg sink's offsets "
                   f"({key}); the Kafka Connect sink has not committed to it, or another writer wrote it",
                   fix="check that Iceberg's Kafka Connect sink writes this table (tables[].writer_offsets: "
-                  "iceberg-connect), or use writer_offsets: columns or group")
+                  "iceberg-connect), or use writer_offsets: columns or group; if a compaction and snapshot expiry "
+                  "removed the sink's last commit, resume the connector until it commits again, then pause it "
+                  "and re-run")
 
 
 def _parse(table: str, key: str, value: str) -> dict[int, int]:
@@ -203,21 +205,29 @@ def position(plan: Plan, pair: TablePair, side: ClusterSide, timeout: float) -> 
             {**seen, "control_positions": stored.positions, "stored_in_snapshot": stored.snapshot})
 
 
+def ensure_control_topic(ref: ClusterRef, pair: TablePair, partitions: int, timeout: float) -> bool:
+    """Create the sink's control topic on `ref`'s cluster if it has none (the sink does not create
+    it); True if it was created."""
+    if pair.control_topic in partition_counts(ref, timeout):
+        return False
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import NewTopic
+
+    client = admin(ref)
+    wait_all(ref, client, client.create_topics([NewTopic(pair.control_topic, partitions, -1)],
+                                               request_timeout=timeout),
+             f"creating the sink's control topic {pair.control_topic}", timeout,
+             frozenset({KafkaError.TOPIC_ALREADY_EXISTS}))
+    progress(f"  {pair.old}: created the sink's control topic {pair.control_topic} on the {ref.name} cluster")
+    return True
+
+
 def prepare(plan: Plan, pair: TablePair, side: ClusterSide, positions: dict[int, int], timeout: float,
             control_partitions: int) -> dict[str, Any]:
     """On the cluster the sink moves to: its control topic (created like the other side's if missing),
     its consumer group at `positions`, and its coordinator's group at the control topic's end."""
     ref = ClusterRef.of(plan, side)
-    if pair.control_topic not in partition_counts(ref, timeout):
-        from confluent_kafka import KafkaError
-        from confluent_kafka.admin import NewTopic
-
-        client = admin(ref)
-        wait_all(ref, client, client.create_topics([NewTopic(pair.control_topic, control_partitions, -1)],
-                                                   request_timeout=timeout),
-                 f"creating the sink's control topic {pair.control_topic}", timeout,
-                 frozenset({KafkaError.TOPIC_ALREADY_EXISTS}))
-        progress(f"  {pair.old}: created the sink's control topic {pair.control_topic} on the {side} cluster")
+    ensure_control_topic(ref, pair, control_partitions, timeout)
     parts = partition_counts(ref, timeout)[pair.control_topic]
     ends = log_offsets(ref, [(pair.control_topic, p) for p in range(parts)], "end", timeout)
     control = {p: ends[(pair.control_topic, p)] for p in range(parts)}
