@@ -92,7 +92,8 @@ S3PROXY = JarSet("s3proxy", ("org.gaul:s3proxy:4.1.0:jar-with-dependencies",), t
 #: Kafka Connect with Apache Iceberg's sink connector: the old pipeline as the field runs it. The sink's
 #: Maven artifacts leave out what its runtime distribution bundles: the Parquet and ORC writers (both
 #: registered at the first write), Hadoop (the
-#: shaded client: Configuration and HadoopFileIO for a local warehouse), the catalogs' JDBC drivers.
+#: shaded client: Configuration and HadoopFileIO for a local warehouse), S3FileIO's AWS bundle (object
+#: storage), the catalogs' JDBC drivers.
 HADOOP_VERSION = "3.4.1"
 ICEBERG_CONNECT = JarSet(
     "iceberg-connect",
@@ -101,6 +102,8 @@ ICEBERG_CONNECT = JarSet(
      f"org.apache.iceberg:iceberg-kafka-connect-events:{ICEBERG_VERSION}",
      f"org.apache.iceberg:iceberg-kafka-connect-transforms:{ICEBERG_VERSION}",  # KafkaMetadataTransform
      f"org.apache.iceberg:iceberg-parquet:{ICEBERG_VERSION}", f"org.apache.iceberg:iceberg-orc:{ICEBERG_VERSION}",
+     # S3FileIO (S3-compatible storage): Iceberg's class, and the AWS SDK it uses, bundled
+     f"org.apache.iceberg:iceberg-aws:{ICEBERG_VERSION}", f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}",
      f"org.apache.hadoop:hadoop-client-api:{HADOOP_VERSION}",
      f"org.apache.hadoop:hadoop-client-runtime:{HADOOP_VERSION}",
      "org.xerial:sqlite-jdbc:3.50.3.0", "org.postgresql:postgresql:42.7.8", "org.slf4j:slf4j-simple:1.7.36"),

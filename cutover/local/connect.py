@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cutover import jvm
+from cutover.lake.catalog import S3_COMPAT_ENV
 from cutover.local import broker
 from cutover.plan.model import Catalog
 
@@ -104,7 +105,9 @@ def start(spec: ConnectSpec, client: dict[str, str]) -> int:
         f.write(jvm.properties_text(worker_properties(spec, client)))
     classpath = ":".join(str(j) for j in jvm.resolve(jvm.ICEBERG_CONNECT))
     cmd = [jvm.java(), "-Xms128m", "-Xmx768m", "-cp", classpath, MAIN_CLASS, str(spec.config_file)]
-    return broker.start_command(spec, cmd, None, lambda log: "Kafka Connect started" in log, READY_TIMEOUT)
+    # S3-compatible storage (the sandbox's s3proxy) takes no checksums of the AWS SDK's newer default
+    env = {**os.environ, **S3_COMPAT_ENV}
+    return broker.start_command(spec, cmd, env, lambda log: "Kafka Connect started" in log, READY_TIMEOUT)
 
 
 def stop(spec: ConnectSpec, pid: int | None, kill: bool = False) -> bool:
