@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -104,11 +104,14 @@ def show_cmd(runbook: str, params: tuple[str, ...]) -> int:
               help="Sample records per second.")
 @click.option("--records", type=click.IntRange(10), default=500, show_default=True,
               help="Records produced in each phase (old cluster, new cluster, old again).")
+@click.option("--old-pipeline", type=click.Choice(["sink", "stand-in"]), default="sink", show_default=True,
+              help="What writes the old tables: Apache Iceberg's Kafka Connect sink (a Connect worker in the "
+              "sandbox; promote and rollback hand the same connector over), or cutover's own Spark job.")
 @catalog_option
 @output_option
 @timeout_option(whole=False)
-def demo_cmd(sandbox_dir: str | None, rate: int, records: int, catalog: str | None, fmt: Format,
-             timeout: float) -> int:
+def demo_cmd(sandbox_dir: str | None, rate: int, records: int, old_pipeline: str, catalog: str | None,
+             fmt: Format, timeout: float) -> int:
     """The whole migration on the local sandbox: traffic, mirror, shadow, verify, promote, rollback.
 
     Brings the sandbox up, runs runbooks/full-migration.yaml with --auto on a fresh demo plan,
@@ -116,7 +119,8 @@ def demo_cmd(sandbox_dir: str | None, rate: int, records: int, catalog: str | No
     """
     from cutover.drill import demo, runner
 
-    summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records, catalog, timeout)
+    summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records, catalog, timeout,
+                       cast(demo.OldPipeline, old_pipeline))
     emit(summary, fmt, demo.render)
     if not summary["passed"]:
         raise runner.DrillFailed(f"the demo failed; the report says where: {summary['report']}")

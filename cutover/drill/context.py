@@ -83,15 +83,20 @@ class Drill:
 
     def switch_plan(self) -> Plan:
         """The plan promote and rollback run with: on the sandbox, hooks that drive the drill's own
-        traffic and a journal and routing file in the drill's folder; elsewhere the plan as it is."""
+        traffic (and pause and move its Iceberg sink connectors), and a journal and routing file in
+        the drill's folder; elsewhere the plan as it is."""
         if self._switch_plan is not None:
             return self._switch_plan
         if self.sandbox is None:
             self._switch_plan = self.plan
             return self.plan
+        from cutover.drill import sink
+
         switch = dataclasses.asdict(self.plan.spec.switch)
-        self._switch_plan = derive(self.plan.file, self.folder / "switch-plan.yaml",
-                                   hooks=control_hooks(self.folder / "hooks", self.ctl),
+        file, hooks = self.folder / "switch-plan.yaml", control_hooks(self.folder / "hooks", self.ctl)
+        if sink.pairs(self.plan):  # the operator's part with the Iceberg sink connector
+            hooks.update(sink.hooks(self.folder / "hooks", file, self.sandbox.dir))
+        self._switch_plan = derive(self.plan.file, file, hooks=hooks,
                                    routing={"file": str(self.folder / "routing.json")},
                                    switch={**switch, "journal_dir": str(self.folder / "journal")})
         return self._switch_plan

@@ -2,10 +2,12 @@
 
 Brings the sandbox up, writes a demo plan (orders and payments topics and tables, a
 consumer group, the sample quality suite), and drives runbooks/full-migration.yaml with
---auto: sample traffic with keys, headers and transactions; the old pipeline's
-stand-in; mirror, shadow, verify, promote, traffic on the new cluster, rollback, verify
-after the round trip, promote again, verify. Each run
-uses fresh topic and table names, so it can be run again on the same sandbox.
+--auto: sample traffic with keys, headers and transactions; the old pipeline (by default
+Apache Iceberg's Kafka Connect sink, one connector per table on the sandbox's Connect
+worker, handed over by promote and rollback; `stand-in`: cutover's own Spark job); mirror,
+shadow, verify, promote, traffic on the new cluster, rollback, verify after the round trip,
+promote again, verify. Each run uses fresh topic and table names, so it can be run again on
+the same sandbox.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from cutover import shipped
 from cutover.common import NETWORK_TIMEOUT
@@ -27,11 +29,26 @@ ORDERS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "order_id
 PAYMENTS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "payment_id", "type": "string"},
             {"name": "order_id", "type": "string"}, {"name": "amount", "type": "double"},
             {"name": "method", "type": "string"}]
+#: The old table's Kafka metadata columns as Iceberg's sink writes them (its KafkaMetadataTransform).
+SINK_COLUMNS = {"partition": "_kafka_metadata_partition", "offset": "_kafka_metadata_offset",
+                "topic": "_kafka_metadata_topic", "timestamp": "_kafka_metadata_timestamp"}
+OldPipeline = Literal["sink", "stand-in"]
 
 
-def demo_plan(sandbox: Any, folder: Path, ns: str) -> Plan:
+def demo_plan(sandbox: Any, folder: Path, ns: str, connect_url: str | None = None) -> Plan:
+    """The demo's plan. With `connect_url`, Iceberg's sink connectors at that Connect worker write
+    the old tables; without it, the stand-in."""
     base = load_plan(sandbox.plan_file).spec
     offsets = {"partition": "kafka_partition", "offset": "kafka_offset"}
+
+    def old(table: str) -> dict[str, Any]:
+        if connect_url is None:
+            return {"old_offset_columns": offsets}
+        # the connector's group (connect-sink-...) and control topic are outside the plan's groups
+        # and topics selections: the mirror leaves them to the hand-over
+        return {"old_offset_columns": SINK_COLUMNS, "writer_offsets": "iceberg-connect",
+                "connector": f"sink-{ns}-{table}", "control_topic": f"control-{ns}-{table}",
+                "connect_url": connect_url}
     folder.mkdir(parents=True, exist_ok=True)
     suite = shipped.folder("checks") / "orders_basic.json"
     if suite.exists():
@@ -44,18 +61,22 @@ def demo_plan(sandbox: Any, folder: Path, ns: str) -> Plan:
         spark={"master": base.spark.master, "conf": base.spark.conf, "trigger_interval": "2s",
                "checkpoint_dir": str(folder / "checkpoints")},
         # verify runs beside live traffic once the mirror trails by at most 500 records (the runbook's
-        # "the mirror keeps up"): the new table may be that far behind the old one
-        gates={"quiet_period": "2s", "verify_max_age": "1h", "max_lag_rows": {"old_ahead": 500}},
+        # "the mirror keeps up"): the new table may be that far behind the old one. The sink goes on
+        # writing the old tables after the drill's shadow has caught up and stopped, so there the old
+        # tables run further ahead; each verify compares every row up to the new table's positions,
+        # and the last one, after the traffic has stopped, every row.
+        gates={"quiet_period": "2s", "verify_max_age": "1h",
+               "max_lag_rows": {"old_ahead": 500 if connect_url is None else 1_000_000}},
         tables=[
             {"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", "schema": ORDERS,
-             "old_offset_columns": offsets, "partition_by": ["day(kafka_timestamp)"], "checks": ["orders_basic"]},
+             "partition_by": ["day(kafka_timestamp)"], "checks": ["orders_basic"], **old("orders")},
             {"topic": f"{ns}.payments", "old": f"{ns}_legacy.payments", "new": f"{ns}.payments",
-             "schema": PAYMENTS, "old_offset_columns": offsets},
+             "schema": PAYMENTS, **old("payments")},
         ])
 
 
 def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None = None,
-        timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
+        timeout: float = NETWORK_TIMEOUT, old_pipeline: OldPipeline = "sink") -> dict[str, Any]:
     from cutover.local.sandbox import Sandbox
     from cutover.output import progress
 
@@ -66,11 +87,15 @@ def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None =
     kind = box.status()["catalog"]["kind"]
     ns = "demo_" + time.strftime("%Y%m%d%H%M%S")
     folder = box.dir / "demo" / ns
-    plan = demo_plan(box, folder, ns)
+    url = None
+    if old_pipeline == "sink":
+        progress("starting the Kafka Connect worker with Apache Iceberg's sink (the old pipeline) on the old cluster")
+        url = box.start_connect("old")["url"]
+    plan = demo_plan(box, folder, ns, url)
     rb = model.load(RUNBOOK, {"rate": str(rate), "records": str(records), "group": f"{ns}-billing"})
     result = runner.run(rb, plan, runner.Options(auto=True, report_dir=folder / "report", sandbox_dir=box.dir,
                                                        timeout=timeout))
-    return {"catalog": kind, **summary(result, folder)}
+    return {"catalog": kind, "old_pipeline": old_pipeline, **summary(result, folder)}
 
 
 def summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -109,7 +134,9 @@ def render(s: dict[str, Any]) -> str:
 
     lines = [f"demo {'PASSED' if s['passed'] else 'FAILED'}"
              + (f" (catalog: {s['catalog']}{'' if s['catalog'] == 'sqlite' else ' over S3'})" if s.get("catalog")
-                else "")]
+                else "")
+             + {"sink": "; old pipeline: Iceberg's Kafka Connect sink", "stand-in": "; old pipeline: the stand-in",
+                None: ""}[s.get("old_pipeline")]]
     if s["failed_step"]:
         lines.append(f"  failed at step {s['failed_step']['number']} ({s['failed_step']['name']}): "
                      f"{s['failed_step']['error']}")

@@ -60,3 +60,32 @@ def test_secrets_in_hook_output_and_the_journal_are_masked(tmp_path: Path, capsy
         j.append("step-end", run="r", step="resume", outcome="failed", error=failed.value.message)
     text = (tmp_path / "j" / "journal.jsonl").read_text()
     assert "pw-Zq81x" not in text and "*****" in text
+
+
+def test_the_drills_sink_hooks_pause_and_run_every_connector_of_the_plan(tmp_path: Path) -> None:
+    """The drill's operator hooks for Iceberg's sink: one per writer event, each running cutover.drill.sink
+    with the action and the cluster the event means, the switch plan and the sandbox."""
+    import subprocess
+    import sys
+
+    from cutover.drill import sink
+
+    made = sink.hooks(tmp_path / "hooks", tmp_path / "switch-plan.yaml", tmp_path / "sandbox")
+    assert set(made) == {"stop_old_writer", "start_new_writer", "stop_new_writer", "start_old_writer"}
+    for event, (action, cluster) in {"stop_old_writer": ("pause", "old"), "start_new_writer": ("run", "new"),
+                                     "stop_new_writer": ("pause", "new"), "start_old_writer": ("run", "old")}.items():
+        text = Path(made[event]).read_text()
+        assert text.startswith("#!/bin/sh\n") and Path(made[event]).stat().st_mode & 0o111
+        assert f'"{sys.executable}" -m cutover.drill.sink {action} {cluster} ' in text
+        assert f'--plan "{tmp_path / "switch-plan.yaml"}" --sandbox "{tmp_path / "sandbox"}"' in text
+    pairs = [{"topic": "a", "old": "lake.a", "new": "lake.a2", "writer_offsets": "iceberg-connect",
+              "connector": "a-sink", "connect_url": "http://127.0.0.1:1"},
+             {"topic": "b", "old": "lake.b", "new": "lake.b2", "old_offset_columns": {"partition": "p", "offset": "o"}}]
+    plan = unit_plan(tmp_path, tables=pairs, catalog={"name": "lake", "uri": f"sqlite:///{tmp_path}/c.db",
+                                                       "warehouse": f"file://{tmp_path}/wh"})
+    assert [p.old for p in sink.pairs(plan)] == ["lake.a"]
+    assert sink.config(plan, sink.pairs(plan)[0])["iceberg.tables"] == "lake.a"
+    # a bad action is refused by the module's own argument parser, before any cluster is asked
+    bad = subprocess.run([sys.executable, "-m", "cutover.drill.sink", "stop", "old", "--plan", str(plan.file),
+                          "--sandbox", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "invalid choice: 'stop'" in bad.stderr

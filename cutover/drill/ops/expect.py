@@ -120,9 +120,11 @@ def _table_seqs(d: Drill, side: str) -> Counter[tuple[str, int]]:
         name = pair.old if side == "old" else pair.new
         if not cat.table_exists(name):
             continue
-        rows = cat.load_table(name).scan(
-            selected_fields=("kafka_topic", "seq")).to_arrow().to_pylist()
-        out.update((r["kafka_topic"], r["seq"]) for r in rows)
+        # the old table's topic column as its writer names it (Iceberg's sink: _kafka_metadata_topic)
+        columns = pair.old_offset_columns if side == "old" else None
+        topic = columns.topic if columns is not None and columns.topic else "kafka_topic"
+        rows = cat.load_table(name).scan(selected_fields=(topic, "seq")).to_arrow().to_pylist()
+        out.update((r[topic], r["seq"]) for r in rows)
     return out
 
 

@@ -66,17 +66,53 @@ def _shadow_run(d: Drill, a: ShadowArgs) -> Detail:
     return {"tables": {t.table: t.rows for t in s.tables}}
 
 
-@op("action", "legacy.run", NoArgs, lambda _a: "run the old pipeline's stand-in: write each old table from the "
-    "old cluster until caught up")
-def _legacy_run(d: Drill, _a: NoArgs) -> Detail:
+@dataclass(frozen=True)
+class LegacyArgs:
+    #: the cluster the old pipeline reads: old, or new once promote has handed its tables over
+    cluster: ClusterSide = "old"
+    #: how long the old pipeline may take to catch up
+    within: Duration = Duration(300)
+
+
+@op("action", "legacy.run", LegacyArgs, lambda a: f"the old pipeline writes each old (canonical) table from the "
+    f"{a.cluster} cluster until caught up: Iceberg's Kafka Connect sink for the tables whose writer_offsets is "
+    "iceberg-connect (started on the sandbox's Connect worker, and left running), else its stand-in, cutover's "
+    "Spark job")
+def _legacy_run(d: Drill, a: LegacyArgs) -> Detail:
+    from cutover.drill import sink
+    from cutover.errors import CutoverError
+
+    detail: Detail = {"tables": {}}
+    if sink.pairs(d.plan):
+        if d.sandbox is None:
+            raise CutoverError("the drill runs Iceberg's Kafka Connect sink on the local sandbox only; on another "
+                               "environment the connector is yours: run the steps the README's \"Moving an Iceberg "
+                               "Kafka Connect sink\" gives")
+        detail["connectors"] = sink.run(d.sandbox, d.plan, a.cluster, d.timeout)
+        detail["tables"].update(sink.caught_up(d.plan, a.cluster, d.timeout, a.within))
+    others = [p for p in d.plan.spec.tables if p.writer_offsets != "iceberg-connect"]
+    for which in ([None] if len(others) == len(d.plan.spec.tables) else [p.old for p in others]):
+        detail["tables"].update(_stand_in(d, which, a.cluster))
+    return detail
+
+
+def _stand_in(d: Drill, which: str | None, cluster: ClusterSide) -> dict[str, int]:
+    """The old pipeline's stand-in writes the old table of pair `which` (None: every pair) from
+    `cluster` until caught up: cutover's Spark job, each table created on its first run. On the new
+    cluster (after promote) that is cutover shadow --canonical, the writer of a handed-over table."""
+    from cutover.errors import CutoverError
     from cutover.lake import tables
+    from cutover.plan import select_pairs
     from cutover.shadow import job
 
-    if all(tables.exists(d.plan, p.old) for p in d.plan.spec.tables):
-        s = job.run(d.plan, job.Options(cluster="old", canonical=True, timeout=d.timeout), threading.Event())
-    else:
-        s = job.run(_legacy_plan(d), job.Options(cluster="old", timeout=d.timeout), threading.Event())
-    return {"tables": {t.table: t.rows for t in s.tables}}
+    made = all(tables.exists(d.plan, p.old) for p in select_pairs(d.plan, which))
+    if cluster == "new" and not made:
+        raise CutoverError("the old pipeline writes its tables from the old cluster first (a legacy.run step "
+                           "before promote)")
+    plan = d.plan if made else _legacy_plan(d)
+    s = job.run(plan, job.Options(cluster=cluster, table=which, canonical=made, timeout=d.timeout),
+                threading.Event())
+    return {t.table: t.rows for t in s.tables}
 
 
 def _legacy_plan(d: Drill) -> Any:
