@@ -92,7 +92,7 @@ def pause(plan: Plan, timeout: float) -> dict[str, str]:
     return states
 
 
-def handed_over(plan: Plan, cluster: ClusterSide, timeout: float) -> list[str]:
+def still_to_hand_over(plan: Plan, cluster: ClusterSide, timeout: float) -> list[str]:
     """The sink tables not yet handed to `cluster` (not stamped with its cluster id)."""
     from cutover.kafka.clients import ClusterRef
     from cutover.kafka.inspect import cluster_id
@@ -136,7 +136,8 @@ def caught_up(plan: Plan, cluster: ClusterSide, timeout: float, within: float) -
                        for m in committed_records(ref, starts, f"reading {pair.topic}", timeout))
 
         until(lambda b=behind: not b(), f"the sink connector {pair.connector} did not read {pair.topic} to its end")
-        ctl = log_offsets(ref, [(pair.control_topic, 0)], "end", timeout)
+        ctl = log_offsets(ref, [(pair.control_topic, p) for p in
+                                range(partition_counts(ref, timeout).get(pair.control_topic, 0))], "end", timeout)
 
         def committed(pair: TablePair = pair, ctl: dict[tuple[str, int], int] = ctl) -> bool:
             if not tables.exists(plan, pair.old):
@@ -183,7 +184,7 @@ def main(argv: list[str]) -> int:
     try:
         if a.action == "pause":
             states = pause(plan, a.timeout)
-        elif waiting := handed_over(plan, a.cluster, a.timeout):
+        elif waiting := still_to_hand_over(plan, a.cluster, a.timeout):
             print(f"the Connect cluster moves to the {a.cluster} cluster once every connector on it is handed "
                   f"over; still to come: {', '.join(waiting)}")
             return 0
