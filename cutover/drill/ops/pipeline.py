@@ -83,14 +83,15 @@ def _legacy_run(d: Drill, a: LegacyArgs) -> Detail:
     from cutover.errors import CutoverError
 
     detail: Detail = {"tables": {}}
-    if sink.pairs(d.plan):
+    sinks = sink.pairs(d.plan)
+    if sinks:
         if d.sandbox is None:
             raise CutoverError("the drill runs Iceberg's Kafka Connect sink on the local sandbox only; on another "
                                "environment the connector is yours: run the steps the README's \"Moving an Iceberg "
                                "Kafka Connect sink\" gives")
         detail["connectors"] = sink.run(d.sandbox, d.plan, a.cluster, d.timeout)
         detail["tables"].update(sink.caught_up(d.plan, a.cluster, d.timeout, a.within))
-    others = [p for p in d.plan.spec.tables if p.writer_offsets != "iceberg-connect"]
+    others = [p for p in d.plan.spec.tables if p not in sinks]
     for which in ([None] if len(others) == len(d.plan.spec.tables) else [p.old for p in others]):
         detail["tables"].update(_stand_in(d, which, a.cluster))
     return detail
