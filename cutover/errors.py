@@ -19,6 +19,10 @@ class ExitCode(IntEnum):
     USAGE = 2
     REFUSED = 3
     DIFFERENCES = 4
+    #: A schema registry did not answer (connection refused, timeout, TLS).
+    REGISTRY_UNREACHABLE = 5
+    #: A schema registry refused cutover's credentials (401, 403).
+    REGISTRY_DENIED = 6
     INTERRUPTED = 130
 
 
@@ -97,3 +101,23 @@ class DifferencesFound(CutoverError):
     """Verification found differences beyond a gate."""
 
     exit_code = ExitCode.DIFFERENCES
+
+
+class RegistryUnreachable(UnreachableError):
+    """A schema registry did not answer."""
+
+    exit_code = ExitCode.REGISTRY_UNREACHABLE
+
+
+class RegistryDenied(AccessDenied):
+    """A schema registry refused cutover's credentials."""
+
+    exit_code = ExitCode.REGISTRY_DENIED
+
+
+class RegistryMisplaced(UsageError):
+    """The plan's registry URL answers, but not as a schema registry with the Confluent API (404, a web page)."""
+
+
+class RegistryRefusal(CutoverError):
+    """A schema registry refused a request with an error of its API."""

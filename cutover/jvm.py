@@ -63,6 +63,7 @@ SPARK_EXTRAS = JarSet(
     (
         f"org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:{ICEBERG_VERSION}",
         f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}",
+        f"org.apache.spark:spark-avro_2.13:{SPARK_VERSION}",  # from_avro: the registry formats' Avro decoder
         f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}",  # S3FileIO (S3-compatible storage)
         "org.xerial:sqlite-jdbc:3.50.3.0",
         "org.postgresql:postgresql:42.7.8",

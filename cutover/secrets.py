@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-_SECRET_KEY = re.compile(r"(password|secret|token|credential|private|\.key$|key\.pem|jaas)", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"(password|secret|token|credential|private|\.key$|key\.pem|jaas|user\.info)", re.IGNORECASE)
 _MASK = "*****"
 _known: set[str] = set()
 

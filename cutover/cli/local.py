@@ -17,7 +17,7 @@ _dir_option = click.option(
     "--dir", "folder", type=click.Path(file_okay=False, path_type=Path), envvar="CUTOVER_SANDBOX",
     help="Sandbox folder. Env: CUTOVER_SANDBOX; default ~/.cutover/sandbox.",
 )
-_side = click.argument("cluster", type=click.Choice(["old", "new", "catalog", "storage", "connect"]))
+_side = click.argument("cluster", type=click.Choice(["old", "new", "catalog", "storage", "connect", "registry"]))
 _broker_option = click.option("--broker", "node", type=click.IntRange(1), default=None,
                               help="Only this broker (1-based) of a multi-broker cluster.")
 
@@ -56,6 +56,9 @@ def _render_status(s: dict[str, Any]) -> str:
         lines.append(f"  storage {st['endpoint']} bucket {st['bucket']}  {state}")
     else:
         lines.append(f"  catalog {cat['name']}: {cat['uri']}")
+    for side, reg in (s.get("registry") or {}).items():
+        state = f"running (pid {reg['pid']})" if reg["running"] else "stopped"
+        lines.append(f"  registry {side}: {reg['url']}  {state}")
     cn = s.get("connect")
     if cn:
         state = f"running (pid {cn['pid']})" if cn["running"] else "stopped"
@@ -111,11 +114,16 @@ def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[
               "the brokers; Kafka 3.9.1, the last release with it, which it then defaults to). Only when the "
               "sandbox is first created.")
 @catalog_option
+@click.option("--registry", is_flag=True, help="Also run a schema registry with the Confluent API per cluster "
+              "(Apicurio Registry, built from Maven Central on first use), on 127.0.0.1; the plan gets a registry "
+              "section. Once given, later ups start them too.")
 def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str],
-           versions: dict[str, str], sizes: dict[str, str], metadata: dict[str, str], catalog: str | None) -> None:
+           versions: dict[str, str], sizes: dict[str, str], metadata: dict[str, str], catalog: str | None,
+           registry: bool) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
     chosen = {**{side: "scram" for side in secure}, **security}
-    emit(_sandbox(folder).up(chosen, versions, {side: int(n) for side, n in sizes.items()}, metadata, catalog),
+    emit(_sandbox(folder).up(chosen, versions, {side: int(n) for side, n in sizes.items()}, metadata, catalog,
+                             registry),
          fmt, _render_status)
 
 
@@ -126,12 +134,19 @@ _fetch_options = [
                  "(s3proxy), for local up --catalog rest|postgres."),
     click.option("--with-connect", is_flag=True, help="Also fetch Kafka Connect with Apache Iceberg's sink "
                  "connector, for local start connect."),
+    click.option("--with-registry", is_flag=True, help="Also build the sandbox's schema registry (Apicurio, from "
+                 "Maven Central), for local up --registry."),
 ]
 
 
-def _fetch(fmt: Format, broker: bool, with_mirror_maker: bool, with_lake: bool, with_connect: bool) -> None:
+def _fetch(fmt: Format, broker: bool, with_mirror_maker: bool, with_lake: bool, with_connect: bool,
+           with_registry: bool = False) -> None:
     from cutover import jvm
 
+    if with_registry:
+        from cutover.local.registry import ensure_built
+
+        ensure_built()
     sets = ([jvm.KAFKA_BROKER] if broker else []) + [jvm.SPARK_EXTRAS] \
         + ([jvm.MIRROR_MAKER] if with_mirror_maker else []) + ([jvm.REST_CATALOG, jvm.S3PROXY] if with_lake else []) \
         + ([jvm.ICEBERG_CONNECT] if with_connect else [])
@@ -147,17 +162,18 @@ def jars_group() -> None:
 
 @jars_group.command("fetch")
 @click.option("--sandbox", is_flag=True, help="Also the Kafka broker the local sandbox runs (cutover local up).")
-def jars_fetch_cmd(fmt: Format, sandbox: bool, with_mirror_maker: bool, with_lake: bool, with_connect: bool) -> None:
+def jars_fetch_cmd(fmt: Format, sandbox: bool, with_mirror_maker: bool, with_lake: bool, with_connect: bool,
+                   with_registry: bool) -> None:
     """Resolve the jars from Maven Central into the cache (with mvn, once): the
     Spark extras the shadow, verify and promote need (Kafka source, Iceberg runtime, JDBC and S3 clients).
     Run it once where those commands run, e.g. when building their image; CUTOVER_HOME moves the cache."""
-    _fetch(fmt, sandbox, with_mirror_maker, with_lake, with_connect)
+    _fetch(fmt, sandbox, with_mirror_maker, with_lake, with_connect, with_registry)
 
 
 @local_group.command("fetch")
-def fetch_cmd(fmt: Format, with_mirror_maker: bool, with_lake: bool, with_connect: bool) -> None:
+def fetch_cmd(fmt: Format, with_mirror_maker: bool, with_lake: bool, with_connect: bool, with_registry: bool) -> None:
     """The same as cutover jars fetch --sandbox: the Kafka broker and the Spark extras."""
-    _fetch(fmt, True, with_mirror_maker, with_lake, with_connect)
+    _fetch(fmt, True, with_mirror_maker, with_lake, with_connect, with_registry)
 
 
 for _option in _fetch_options:
@@ -193,10 +209,11 @@ def down_cmd(folder: Path | None, fmt: Format, purge: bool) -> None:
 def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: int | None) -> None:
     """Stop one cluster (or one broker of it), the catalog server or storage, keeping its data, or the
     Kafka Connect worker."""
-    if cluster in ("catalog", "storage", "connect"):
+    if cluster in ("catalog", "storage", "connect", "registry"):
         _no_broker(cluster, node)
         sandbox = _sandbox(folder)
-        done = sandbox.stop_connect(kill) if cluster == "connect" else sandbox.stop_part(cluster, kill)
+        done = sandbox.stop_connect(kill) if cluster == "connect" else sandbox.stop_registry(kill) \
+            if cluster == "registry" else sandbox.stop_part(cluster, kill)
         word = "killed" if done["killed"] and done["was_running"] else "stopped" if done["was_running"] \
             else "was not running"
         emit(done, fmt, lambda r: f"{cluster}: {word}")
@@ -228,6 +245,11 @@ def start_cmd(cluster: str, folder: Path | None, fmt: Format, node: int | None, 
     if cluster in ("catalog", "storage"):
         _no_broker(cluster, node)
         emit(_sandbox(folder).start_part(cluster), fmt, lambda c: f"{cluster}: running")
+        return
+    if cluster == "registry":
+        _no_broker(cluster, node)
+        emit(_sandbox(folder).start_registry(), fmt,
+             lambda c: "registry: running at " + ", ".join(f"{s} {r['url']}" for s, r in c.items()))
         return
     emit(_sandbox(folder).start(cluster, node), fmt, lambda c: f"{cluster}: running at {c['bootstrap']}")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from cutover import secrets
 from cutover.errors import PlanError, UsageError
-from cutover.plan.model import ClusterSide, Plan, PlanSpec, TablePair
+from cutover.plan.model import REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
 from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 
@@ -47,6 +47,12 @@ def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
     for side in ("old", "new"):
         secrets.register_config(getattr(spec.clusters, side))
     secrets.register_config(spec.catalog.properties if spec.catalog else {})
+    if spec.registry is not None:
+        for side in ("old", "new"):
+            registry = getattr(spec.registry, side)
+            secrets.register_config(registry)
+            user_info = registry.get("basic.auth.user.info", "")
+            secrets.register(user_info.partition(":")[2])
     log.info("plan %s read from %s: clusters %s -> %s, %d table pair(s)%s", spec.name, path,
              spec.clusters.old.get("bootstrap.servers"), spec.clusters.new.get("bootstrap.servers"), len(spec.tables),
              f", variables from {env_file}" if isinstance(env_file, str) else "")
@@ -103,6 +109,11 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
             seen[name] = ("tables", i, key)
         if t.format != "json" and t.schema:
             problems.append(f"{where(('tables', i, 'schema'))}: a schema only applies to format json")
+        registry_formats = [f"{k} {v}" for k, v in (("format", t.format), ("key_format", t.key_format))
+                            if v in REGISTRY_FORMATS]
+        if registry_formats and spec.registry is None:
+            problems.append(f"{where(('tables', i))}: {' and '.join(registry_formats)} need a schema registry, and "
+                            "the plan has no registry section (fix: add registry: {old: {url: ...}, new: {url: ...}})")
     return problems
 
 

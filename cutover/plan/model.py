@@ -87,8 +87,13 @@ class TablePair:
     topic: str
     old: str = field(metadata={"check": _table_name, "fix": "name the existing pipeline's table, namespace.table"})
     new: str = field(metadata={"check": _table_name, "fix": "name the table cutover shadow writes, namespace.table"})
-    #: json (decoded into columns), raw (the value as bytes) or text (the value as a UTF-8 string)
-    format: Literal["json", "raw", "text"] = "json"
+    #: json (decoded into columns), raw (the value as bytes), text (the value as a UTF-8 string), or a
+    #: schema-registry format in the Confluent wire format (0x00, a 4-byte schema id, the body): avro,
+    #: protobuf or json-schema, decoded with the writer schema the plan's registry holds under that id.
+    format: Literal["json", "raw", "text", "avro", "protobuf", "json-schema"] = "json"
+    #: The record key: raw (kept as bytes in kafka_key only), or avro, protobuf or json-schema (also decoded
+    #: into a `key` column, a struct).
+    key_format: Literal["raw", "avro", "protobuf", "json-schema"] = "raw"
     #: For json: the payload columns. Absent: inferred from a sample of the topic.
     schema: list[Column] | None = None
     #: Iceberg partition transforms over columns, e.g. "day(timestamp)", "bucket(16, key)".
@@ -247,6 +252,46 @@ class Clusters:
     new: dict[str, str] = field(metadata={"fix": "the new cluster's client properties, at least bootstrap.servers"})
 
 
+REGISTRY_FORMATS = ("avro", "protobuf", "json-schema")
+
+
+def _registry_url(props: dict[str, str]) -> str | None:
+    url = props.get("url", "")
+    if not url:
+        return "'url' is required: the registry's Confluent API root, e.g. http://host:8081"
+    if not re.match(r"https?://[^/\s]+", url):
+        return f"'{url}' is not an http:// or https:// URL"
+    unknown = sorted(set(props) - set(REGISTRY_PROPERTIES))
+    if unknown:
+        return f"unknown registry propert(ies) {', '.join(unknown)}; known: {', '.join(REGISTRY_PROPERTIES)}"
+    return None
+
+
+#: The client properties of a registry, as confluent-kafka's SchemaRegistryClient names them.
+REGISTRY_PROPERTIES = ("url", "basic.auth.user.info", "bearer.auth.token", "ssl.ca.location",
+                       "ssl.certificate.location", "ssl.key.location")
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The schema registries (Confluent REST API) of the two clusters, and what `registry sync` moves."""
+
+    #: The old cluster's registry: url, and optionally basic.auth.user.info (user:password, from the env
+    #: file), bearer.auth.token, ssl.ca.location, ssl.certificate.location, ssl.key.location.
+    old: dict[str, str] = field(metadata={"check": _registry_url,
+                                          "fix": "the old registry's client properties, at least url"})
+    new: dict[str, str] = field(metadata={"check": _registry_url,
+                                          "fix": "the new registry's client properties, at least url"})
+    #: Subjects moved besides those of the selected topics (TopicNameStrategy: <topic>-key, <topic>-value);
+    #: subjects their schemas reference always come along. Default: none besides.
+    subjects: Selection = field(default_factory=lambda: Selection(include=[]))
+    #: Soft-deleted versions of a moved subject: copy (kept deleted on the new registry too) or skip. Either
+    #: way the sync reports them.
+    soft_deleted: Literal["copy", "skip"] = "skip"
+    #: How often a running `cutover mirror` follows new registrations on the old registry.
+    sync_interval: Duration = Duration(30)
+
+
 @dataclass(frozen=True)
 class PlanSpec:
     """What the YAML holds. `Plan` adds where it came from."""
@@ -266,6 +311,7 @@ class PlanSpec:
     hooks: dict[str, str] = field(default_factory=dict, metadata={"check": _hook_events})
     routing: Routing | None = None
     switch: Switch = field(default_factory=Switch)
+    registry: Registry | None = None
 
 
 ClusterSide = Literal["old", "new"]

@@ -34,7 +34,7 @@ from cutover.lake.stamps import TableOffsets
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair, select_pairs
 from cutover.shadow import ddl
-from cutover.shadow.decode import DECODERS, Payload
+from cutover.shadow.decode import Payload, decoder_for
 from cutover.shadow.source import java_properties, reader_options
 from cutover.shadow.writer import TableWriter, payload_of, retrying
 
@@ -169,12 +169,15 @@ def _partitions(ref: ClusterRef, topics: list[str], timeout: float) -> dict[str,
 def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, cluster_id: str, count: int,
              run_id: str, opts: Options) -> tuple[TableWriter, dict[int, int]]:
     where = f"{plan.file}: tables[topic={pair.topic}]"
+    decoder = decoder_for(plan, pair, opts.cluster)
 
     def ready() -> None:  # each step is safe to repeat when the catalog failed or its answer was lost
         if tables.exists(plan, pair.new):
             ddl.first_snapshot(spark, plan, pair.new)
         else:
-            payload = DECODERS[pair.format].payload(_declared(pair)) or _infer(spark, pair, ref, count, opts.timeout)
+            from_registry = getattr(decoder, "registry_payload", None)
+            payload = (from_registry(spark) if from_registry is not None else decoder.payload(_declared(pair))
+                       or _infer(spark, pair, ref, count, opts.timeout))
             ddl.ensure(spark, plan, pair.new, payload, pair.partition_by, where)
         ddl.ensure_dead_letter(spark, plan, pair.new)
 
@@ -183,7 +186,7 @@ def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, 
         tables.drop_stale_branches(spark, plan, name, STALE_BRANCH_MS)
     held = tables.table_offsets(plan, pair.new)
     starting = _starting(plan, pair, held, cluster_id, count, ref, opts)
-    writer = TableWriter(plan=plan, pair=pair, cluster_id=cluster_id, run_id=run_id,
+    writer = TableWriter(plan=plan, pair=pair, cluster_id=cluster_id, run_id=run_id, decoder=decoder,
                          on_bad_record=opts.on_bad_record or pair.on_bad_record,
                          payload=payload_of(spark, plan, pair.new), commit_timeout=plan.spec.spark.commit_timeout)
     return writer, starting

@@ -28,7 +28,7 @@ from cutover.lake import stamps, tables
 from cutover.output import progress
 from cutover.plan import Plan, TablePair
 from cutover.shadow import ddl
-from cutover.shadow.decode import DECODERS, ERROR, UNKNOWN, Payload, dead_letters, table_rows
+from cutover.shadow.decode import ERROR, UNKNOWN, Decoder, Payload, dead_letters, decoder_for, table_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -95,6 +95,8 @@ class TableWriter:
     on_bad_record: str
     payload: Payload
     commit_timeout: float
+    #: the pair's format's decoder (a registry format's knows its registry; see decode.decoder_for)
+    decoder: Decoder | None = None
     counters: Counters = field(default_factory=Counters)
     busy: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -163,7 +165,9 @@ class TableWriter:
         return stats
 
     def _mark(self, records: DataFrame) -> DataFrame:
-        return DECODERS[self.pair.format].mark(records, self.payload)
+        if self.decoder is None:
+            self.decoder = decoder_for(self.plan, self.pair)
+        return self.decoder.mark(records, self.payload)
 
     def _drift(self, records: DataFrame, marked: DataFrame, stats: BatchStats) -> DataFrame:
         from pyspark.sql import functions as F
@@ -184,13 +188,18 @@ class TableWriter:
             return marked.withColumn(ERROR, F.when(F.col(ERROR).isNull() & (F.size(UNKNOWN) > 0), reason)
                                      .otherwise(F.col(ERROR)))
         spark = records.sparkSession
-        sample = drifting.select(F.col("value").cast("string").alias("v")).limit(1000)
-        inferred = {f.name: f.dataType.simpleString() for f in spark.read.json(sample.rdd.map(lambda r: r[0])).schema}
+        typed = getattr(self.decoder, "column_types", None)
+        if typed is not None:  # a registry format: the types come from the schemas
+            inferred = typed()
+        else:
+            sample = drifting.select(F.col("value").cast("string").alias("v")).limit(1000)
+            inferred = {f.name: f.dataType.simpleString()
+                        for f in spark.read.json(sample.rdd.map(lambda r: r[0])).schema}
         new = [(n, inferred.get(n, "string")) for n in names]
         ddl.add_columns(spark, self.plan, self.table, new)
         self.payload = payload_of(spark, self.plan, self.table)
         self.counters.added_columns += [n for n, _ in new]
-        return DECODERS[self.pair.format].mark(records, self.payload)
+        return self._mark(records)
 
     def _dead_letter(self, marked: DataFrame, spans: dict[int, tuple[int, int]], bad: int) -> None:
         from pyspark.sql import functions as F

@@ -109,9 +109,10 @@ def test_a_table_used_twice_is_refused(tmp_path: Path) -> None:
 
 
 def test_literal_choices_and_hook_events(tmp_path: Path) -> None:
-    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a, format: avro}\nhooks:\n  freez: ./f.sh\n"
+    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a, format: orc}\nhooks:\n  freez: ./f.sh\n"
     found = problems(tmp_path, text)
-    assert any("tables[0].format: expected one of 'json', 'raw', 'text', found str 'avro'" in p for p in found)
+    assert any("tables[0].format: expected one of 'json', 'raw', 'text', 'avro', 'protobuf', 'json-schema', "
+               "found str 'orc'" in p for p in found)
     assert any("hooks: unknown hook event(s) freez" in p for p in found)
 
 
@@ -158,3 +159,13 @@ def test_durations() -> None:
 def test_unsupported_version(tmp_path: Path) -> None:
     (msg,) = problems(tmp_path, "version: 2\n" + MINIMAL)
     assert "plan version 2 is not supported" in msg
+
+
+def test_a_registry_format_needs_a_registry_and_a_registry_needs_urls(tmp_path: Path) -> None:
+    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a, format: avro, key_format: protobuf}\n"
+    (msg,) = problems(tmp_path, text)
+    assert "tables[0]: format avro and key_format protobuf need a schema registry" in msg
+    text = MINIMAL + "registry:\n  old: {url: 'ftp://x'}\n  new: {uri: 'http://x'}\n"
+    found = problems(tmp_path, text)
+    assert any("registry.old: 'ftp://x' is not an http:// or https:// URL" in p for p in found)
+    assert any("registry.new: 'url' is required" in p for p in found)

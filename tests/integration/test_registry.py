@@ -1,0 +1,220 @@
+"""Schemas move with the topics: real registries (Apicurio 2.4.2, Confluent API), real clusters, real Spark.
+
+Records are produced with confluent-kafka's own AvroSerializer against the old registry,
+mirrored, the registry synced with its ids, the wire format audited, and the topic
+shadowed into Iceberg with spark-avro; every row is compared field by field with what
+the Avro deserializer reads from the new cluster through the new registry.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from cutover.local.sandbox import Sandbox
+from cutover.plan import Plan, derive, load_plan
+from cutover.registry import apicurio
+from cutover.registry.client import RegistryClient, Version
+from cutover.registry.client import Schema as CutoverSchema
+from tests.conftest import cutover
+from tests.integration.kafka_util import create_topic, produce, read_all
+from tests.integration.mirror_util import scoped_plan
+from tests.integration.shadow_util import rows, shadow, shadow_plan
+
+KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields": [{"name": "id", "type": "long"}]}
+V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"}, {"name": "name", "type": "string"},
+    {"name": "note", "type": ["null", "string"], "default": None}]}
+# v2 adds a field with a default; v3 removes the optional field `note`
+V2 = {**V1, "fields": [*V1["fields"], {"name": "currency", "type": "string", "default": "EUR"}]}
+V3 = {**V1, "fields": [f for f in V2["fields"] if f["name"] != "note"]}
+
+
+@pytest.fixture(scope="module")
+def registries(sandbox: Sandbox) -> dict[str, str]:
+    """The sandbox with one registry per cluster: their Confluent API URLs."""
+    status = sandbox.up(registry=True)
+    return {side: status["registry"][side]["url"] for side in ("old", "new")}
+
+
+def _produce_avro(url: str, props: dict[str, str], topic: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Records of three schema versions, keys in Avro too; (key, value) as sent, in send order."""
+    client = SchemaRegistryClient({"url": url})
+    sent: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    records = []
+    key_ser = AvroSerializer(client, json.dumps(KEY), conf={"auto.register.schemas": True})
+    for version, schema in enumerate((V1, V2, V3), 1):
+        ser = AvroSerializer(client, json.dumps(schema), conf={"auto.register.schemas": True})
+        for i in range(6):
+            n = version * 100 + i
+            value: dict[str, Any] = {"id": n, "name": f"order-{n}"}
+            if "note" in [f["name"] for f in schema["fields"]]:
+                value["note"] = None if i % 2 else f"note-{n}"
+            if version >= 2:
+                value["currency"] = "USD" if i % 3 == 0 else "SEK"
+            key = {"id": n}
+            records.append({"key": key_ser(key, SerializationContext(topic, MessageField.KEY)),
+                            "value": ser(value, SerializationContext(topic, MessageField.VALUE)),
+                            "partition": n % 2})
+            sent.append((key, value))
+    produce(props, topic, records)
+    return sent
+
+
+def _mirror(plan_file: Path) -> None:
+    run = cutover("mirror", "--plan", str(plan_file), "--until-caught-up", timeout=300)
+    assert run.code == 0, run.err
+
+
+def _decode_all(url: str, props: dict[str, str], topic: str) -> list[tuple[int, int, Any, Any]]:
+    """(partition, offset, key, value) of every record, decoded with the registry at `url`."""
+    client = SchemaRegistryClient({"url": url})
+    key_de, value_de = AvroDeserializer(client), AvroDeserializer(client)
+    out = []
+    for r in read_all(props, topic, partitions=2):
+        try:
+            key = key_de(r.key, SerializationContext(topic, MessageField.KEY))
+            value = value_de(r.value, SerializationContext(topic, MessageField.VALUE))
+        except Exception:
+            continue  # the test's deliberately broken records
+        out.append((r.partition, r.offset, key, value))
+    return out
+
+
+def test_an_avro_topic_moves_with_its_schema_ids_and_is_shadowed_row_for_row(
+        sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path, spark: Any) -> None:
+    plan: Plan = load_plan(sandbox.plan_file)
+    old, new = plan.cluster("old"), plan.cluster("new")
+    topic = f"{ns}.orders"
+    create_topic(old, topic, partitions=2)
+    sent = _produce_avro(registries["old"], old, topic)
+    # a record framed with an id no registry holds, and one not framed at all
+    produce(old, topic, [{"key": b"\x00\x00\x0f\x42\x3f", "value": b"\x00\x00\x0f\x42\x3f\x02\x04", "partition": 0},
+                         {"key": None, "value": b"plain text, not framed", "partition": 1}])
+    mirror_plan = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    _mirror(mirror_plan)
+
+    # The sync: planned read-only, then carried out, then nothing left to do.
+    dry = cutover("registry", "sync", "--plan", str(mirror_plan), "--dry-run", "-o", "json")
+    assert dry.code == 0, dry.err
+    planned = dry.json()
+    assert planned["subjects"] == [f"{topic}-key", f"{topic}-value"]
+    assert planned["to_copy"] == 4 and planned["refusals"] == [] and not planned["executed"]
+    old_reg = RegistryClient("old", {"url": registries["old"]})
+    new_reg = RegistryClient("new", {"url": registries["new"]})
+    assert new_reg.versions(f"{topic}-value") == []  # a dry run writes nothing
+    done = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute", "-o", "json")
+    assert done.code == 0, done.err
+    assert done.json()["copied"] == 4
+    again = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute", "-o", "json")
+    assert again.code == 0 and again.json()["copied"] == 0 and again.json()["present"] == 4, again.err
+    for subject in (f"{topic}-key", f"{topic}-value"):
+        assert new_reg.versions(subject) == old_reg.versions(subject)
+        for v in old_reg.versions(subject):
+            a, b = old_reg.version(subject, v), new_reg.version(subject, v)
+            assert a is not None and b is not None
+            assert (b.id, b.schema.canonical()) == (a.id, a.schema.canonical())
+
+    # Every mirrored record decodes through the new registry to what was sent.
+    decoded = _decode_all(registries["new"], new, topic)
+    assert sorted((k["id"], json.dumps(v, sort_keys=True)) for _p, _o, k, v in decoded) == \
+        sorted((k["id"], json.dumps(v, sort_keys=True)) for k, v in sent)
+
+    # The audit reads every record: the two broken ones are named with their place.
+    audit = cutover("registry", "audit", "--plan", str(mirror_plan), "--all", "-o", "json")
+    assert audit.code == 4, audit.err
+    report = audit.json()
+    assert report["records"] == len(sent) + 2
+    ids = {old_reg.version(s, v).id for s in (f"{topic}-key", f"{topic}-value")  # type: ignore[union-attr]
+           for v in old_reg.versions(s)}
+    assert set(report["ids_checked"]) == ids | {999999}
+    kinds = {(f["kind"], f["topic"], f["partition"]) for f in report["failures"]}
+    assert kinds == {("unknown-id", topic, 0), ("not-framed", topic, 1)}
+
+    # The shadow decodes with spark-avro: v1 rows read `currency` as its default, v3 rows `note` as null.
+    pairs = [{"topic": topic, "old": f"{ns}.old_orders", "new": f"{ns}.orders", "format": "avro",
+              "key_format": "avro", "writer_offsets": "group", "writer_group": "x"}]
+    splan = shadow_plan(mirror_plan, ns, tmp_path, pairs)
+    summary = shadow(splan, start="earliest")
+    assert summary.tables[0].rows == len(sent) and summary.tables[0].dead_letters == 2
+    got = {r["id"]: r for r in rows(splan, f"{ns}.orders")}
+    assert len(got) == len(sent)
+    for key, value in sent:
+        row = got[key["id"]]
+        assert row["name"] == value["name"]
+        assert row["currency"] == value.get("currency", "EUR")
+        assert row["note"] == value.get("note")
+        assert row["key"] == {"id": key["id"]}
+    dead = rows(splan, f"{ns}.orders_dead_letter")
+    reasons = sorted(d["error"] for d in dead)
+    assert "999999" in reasons[0] and "does not know" in reasons[0]
+    assert "not in the Confluent wire format" in reasons[1]
+
+
+def test_a_different_schema_under_a_needed_id_on_the_target_is_refused_and_nothing_is_written(
+        sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path) -> None:
+    plan = load_plan(sandbox.plan_file)
+    topic = f"{ns}.pay"
+    create_topic(plan.cluster("old"), topic)
+    client = SchemaRegistryClient({"url": registries["old"]})
+    first = client.register_schema(f"{topic}-value", Schema(json.dumps({**V1, "name": "Pay"}), "AVRO"))
+    second = client.register_schema(f"{topic}-value", Schema(json.dumps({**V2, "name": "Pay"}), "AVRO"))
+    new_reg = RegistryClient("new", {"url": registries["new"]})
+    # The target already holds another schema under the second id (as a registry used before would).
+    other = CutoverSchema(json.dumps({"type": "record", "name": "Other", "fields": [{"name": "x", "type": "int"}]}))
+    apicurio.import_versions(new_reg, [Version(f"{ns}-elsewhere", 1, second, other)], {})
+    mirror_plan = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    run = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute")
+    assert run.code == 3, run.err
+    assert f"id {second}" in run.out and "different" in run.out
+    assert new_reg.versions(f"{topic}-value") == []  # nothing written, not even the first version
+    assert new_reg.schema(first) is None or new_reg.schema(first).canonical() != \
+        RegistryClient("old", {"url": registries["old"]}).schema(first).canonical()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("case", ["refused", "silent", "not-a-registry", "denied"])
+def test_a_registry_that_cannot_be_used_is_named_with_its_url_and_a_fix(
+        case: str, sandbox: Sandbox, tmp_path: Path, closed_port: int, silent_port: int, http_port: int,
+        denying_port: int) -> None:
+    port = {"refused": closed_port, "silent": silent_port, "not-a-registry": http_port, "denied": denying_port}[case]
+    plan = derive(sandbox.plan_file, tmp_path / "plan.yaml", registry={
+        "old": {"url": f"http://someone:s3cr3t-pw@127.0.0.1:{port}", "basic.auth.user.info": "u:hunter22"},
+        "new": {"url": "http://127.0.0.1:1"}}).file
+    run = cutover("registry", "sync", "--plan", str(plan), "--dry-run", "--timeout", "3", timeout=60)
+    expected = {"refused": 5, "silent": 5, "not-a-registry": 2, "denied": 6}[case]
+    assert run.code == expected, run.err
+    assert f"old schema registry (http://127.0.0.1:{port})" in run.err
+    assert "fix:" in run.err and "Traceback" not in run.err
+    assert "s3cr3t-pw" not in run.err + run.out and "hunter22" not in run.err + run.out
+
+
+@pytest.fixture
+def denying_port() -> Any:
+    """A loopback HTTP server that answers every request 401 with a JSON error, as a registry with
+    authentication does to a wrong password."""
+    import http.server
+    import threading
+
+    class Deny(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b'{"error_code":401,"message":"Unauthorized"}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Deny)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
