@@ -2,9 +2,13 @@
 supported') and ignores `id` in a registration, so ids are kept through its own admin import instead.
 
 The import takes a zip of the form its export writes: a manifest, each schema's content under
-its content id (the id its Confluent API serves), and each subject version under a global id
-(set to the same id, so both of its id modes agree). The registry skips, silently, what
-collides with what it holds; the sync refuses collisions before, and reads every id back after.
+its content id (the id its Confluent API serves by default), and each subject version under a
+global id of its own. Content is shared across subjects (the same schema under two subjects is
+one id, as in Confluent's registry) while global ids are per version, so a version's global id
+is derived from its subject and version, far above any the registry allocates itself; its
+`registry.ccompat.legacy-id-mode` (global ids as Confluent ids) is therefore not supported.
+The registry skips, silently, what collides with what it holds; the sync refuses collisions
+before, and reads every id back after.
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ def is_apicurio(client: RegistryClient) -> bool:
     return answer.ok and "apicurio" in answer.text.lower()
 
 
+def global_id(subject: str, version: int) -> int:
+    """A version's global id: one per (subject, version), above 2**41, where no registry's own sequence is."""
+    digest = hashlib.sha256(f"{subject}\0{version}".encode()).hexdigest()
+    return (1 << 41) + int(digest[:10], 16)
+
+
 def import_zip(versions: Iterable[Version], compatibility: dict[str, str]) -> bytes:
     """The admin-import zip that holds `versions` under their own ids, and subjects' compatibility."""
     now = int(time.time() * 1000)
@@ -66,7 +76,8 @@ def import_zip(versions: Iterable[Version], compatibility: dict[str, str]) -> by
             z.writestr(f"content/{digest}.Content.data", data)
         for v in versions:
             z.writestr(f"groups/default/artifacts/{v.subject}/versions/{v.version}.ArtifactVersion.json", json.dumps({
-                "globalId": v.id, "groupId": None, "artifactId": v.subject, "version": str(v.version),
+                "globalId": global_id(v.subject, v.version), "groupId": None, "artifactId": v.subject,
+                "version": str(v.version),
                 "versionId": v.version, "artifactType": v.schema.type, "state": "DISABLED" if v.deleted else "ENABLED",
                 "name": None, "description": None, "createdBy": "cutover", "createdOn": now, "labels": None,
                 "properties": None, "isLatest": v.version == latest[v.subject], "contentId": v.id}))

@@ -96,13 +96,15 @@ def spark_type(desc: Any, depth: int = 0) -> DataType:
     fields = []
     for fd in desc.fields:
         kind = of(fd)
-        repeated = fd.label == FD.LABEL_REPEATED and not isinstance(kind, MapType)
+        repeated = _repeated(fd) and not isinstance(kind, MapType)
         fields.append(StructField(fd.name, ArrayType(kind, True) if repeated else kind, True))
     return StructType(fields)
 
 
 def struct_of(proto_text: str) -> StructType:
     """The Spark struct of the first message of a .proto text (what a lone 0 index names)."""
+    from pyspark.sql.types import StructType
+
     out = spark_type(message_descriptor(descriptor_set(proto_text), (0,)))
     assert isinstance(out, StructType)
     return out
@@ -119,13 +121,21 @@ def as_row(msg: Any) -> dict[str, Any]:
         if is_map:
             vfd = fd.message_type.fields_by_name["value"]
             out[fd.name] = {k: _plain(vfd, v) for k, v in value.items()}
-        elif fd.label == FD.LABEL_REPEATED:
+        elif _repeated(fd):
             out[fd.name] = [_plain(fd, v) for v in value]
         elif fd.type == FD.TYPE_MESSAGE:
             out[fd.name] = as_row(value) if msg.HasField(fd.name) else None
         else:
             out[fd.name] = _plain(fd, value)
     return out
+
+
+def _repeated(fd: Any) -> bool:
+    """protobuf 6+ names it is_repeated (7 dropped `label`); older runtimes only have the label."""
+    from google.protobuf.descriptor import FieldDescriptor as FD
+
+    flag = getattr(fd, "is_repeated", None)
+    return bool(flag) if flag is not None else bool(fd.label == FD.LABEL_REPEATED)
 
 
 def _plain(fd: Any, value: Any) -> Any:

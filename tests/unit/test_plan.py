@@ -42,7 +42,7 @@ def test_minimal_plan_gets_defaults(tmp_path: Path) -> None:
 
 def test_sample_plan_is_valid(tmp_path: Path) -> None:
     env = {"OLD_KAFKA_PASSWORD": "p1", "NEW_KAFKA_PASSWORD": "p2", "CATALOG_PASSWORD": "p3", "S3_ACCESS_KEY": "ak",
-           "S3_SECRET_KEY": "sk"}
+           "S3_SECRET_KEY": "sk", "OLD_REGISTRY_USER_INFO": "reader:p4"}
     sample = (REPO / "samples" / "plan.yaml").read_text().replace("env_file: secrets.env", "")
     plan = load_plan(write(tmp_path, sample), environ=env)
     assert [t.topic for t in plan.spec.tables] == ["orders", "payments.card"]
@@ -51,6 +51,7 @@ def test_sample_plan_is_valid(tmp_path: Path) -> None:
     assert plan.spec.topics.matches("payments.card") and not plan.spec.topics.matches("payments.debug")
     assert plan.cluster("old")["sasl.password"] == "p1"
     assert plan.spec.catalog is not None and plan.spec.catalog.properties["s3.secret-access-key"] == "sk"
+    assert plan.spec.registry is not None and plan.spec.registry.old["basic.auth.user.info"] == "reader:p4"
 
 
 def test_missing_required_key_names_file_line_path_and_fix(tmp_path: Path) -> None:
