@@ -111,8 +111,24 @@ ICEBERG_CONNECT = JarSet(
     pins=("com.fasterxml.jackson.core:jackson-core:2.19.0",),  # Iceberg's BOM asks 2.21, its databind is 2.19
 )
 
+#: Apicurio Registry's Kafka Connect converter (io.apicurio.registry.utils.converter.AvroConverter) and
+#: its Avro serde, on the Connect worker's class path beside ICEBERG_CONNECT: it decodes Confluent's wire
+#: format (magic byte, 4-byte schema id, Avro body) with the writer schema it fetches by id from an
+#: Apicurio registry (Confluent's AvroConverter is not on Maven Central). Only Apicurio's own jars: the
+#: converter's POM also pulls its JSON Schema serde, whose everit dependency Maven Central does not
+#: serve, and Kafka 2.8, Avro 1.11 and Jackson 2.10, which ICEBERG_CONNECT's Kafka 4.1, Avro 1.12 and
+#: Jackson 2.19 replace (the converter is compiled against the APIs those keep).
+APICURIO_VERSION = "2.4.2.Final"
+APICURIO_CONNECT = JarSet(
+    "apicurio-connect",
+    tuple(f"io.apicurio:apicurio-registry-{a}:{APICURIO_VERSION}"
+          for a in ("utils-converter", "serdes-avro-serde", "serde-common", "schema-resolver", "client", "common"))
+    + tuple(f"io.apicurio:apicurio-common-rest-client-{a}:0.1.15.Final" for a in ("jdk", "common")),
+    transitive=False,
+)
+
 JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS, REST_CATALOG, S3PROXY,
-                                ICEBERG_CONNECT)}
+                                ICEBERG_CONNECT, APICURIO_CONNECT)}
 
 
 def properties_text(props: Mapping[str, str]) -> str:
@@ -228,17 +244,20 @@ _SETTINGS = """<settings><mirrors><mirror><id>cutover-central</id><mirrorOf>*</m
 """
 
 
-def _dependency(coord: str) -> str:
-    """groupId:artifactId:version, or groupId:artifactId:version:classifier."""
+def _dependency(coord: str, direct: bool = False) -> str:
+    """groupId:artifactId:version, or groupId:artifactId:version:classifier; `direct`: without what it
+    declares (not even resolved: a non-transitive set's artifacts may declare what Central does not serve)."""
     group, artifact, version, *classifier = coord.split(":")
     extra = f"<classifier>{classifier[0]}</classifier>" if classifier else ""
+    if direct:
+        extra += "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>"
     return (f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
             f"<version>{version}</version>{extra}</dependency>")
 
 
 def _pom(jar_set: JarSet) -> str:
     pins = "".join(_dependency(c) for c in jar_set.pins)
-    deps = "".join(_dependency(c) for c in jar_set.artifacts)
+    deps = "".join(_dependency(c, direct=not jar_set.transitive) for c in jar_set.artifacts)
     return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
 <modelVersion>4.0.0</modelVersion><groupId>cutover.local</groupId>
 <artifactId>{jar_set.name}</artifactId><version>1</version><packaging>pom</packaging>

@@ -156,6 +156,17 @@ class RegistryServers:
             self._ensure_registries(state, False)  # type: ignore[attr-defined]
             return self._describe_registries(state)  # type: ignore[attr-defined,no-any-return]
 
+    def remove_registries(self: _Box) -> dict[str, Any]:
+        """Stop the registries and leave them out of the sandbox and its plan (their data stays in the folder,
+        for a later `up --registry`)."""
+        with self._locked():
+            state = self._load()
+            was = self._stop_registries(state, True)  # type: ignore[attr-defined]
+            state.registries = None
+            self._save(state)
+            self._write_plan(state)  # type: ignore[attr-defined]
+            return {"part": "registry", "was_running": was, "removed": True}
+
     def _describe_registries(self, state: Any) -> dict[str, Any]:
         if state.registries is None:
             return {}

@@ -178,7 +178,9 @@ def _decide(source: RegistryClient, target: RegistryClient,
             if got is not None:
                 held[n] = got
         target_versions[subject] = held
-        extra = sorted(n for n in held if n not in source_versions and n not in source.versions(subject, True))
+        live = set(target.versions(subject))  # a soft-deleted version the source never had is only reported
+        extra = sorted(n for n in held if n in live and n not in source_versions
+                       and n not in source.versions(subject, True))
         if extra:
             refusals.append(f"subject {subject} has version(s) {', '.join(map(str, extra))} on {target.describe()} "
                             f"that {source.describe()} lacks (ids "

@@ -184,3 +184,15 @@ def phase(history: journal.History, action: str) -> Check:
             return f"there is nothing to roll back (phase {now})"
         return None
     return Check("phase", f"the migration's phase allows {action}", test)
+
+
+def registry_ids(plan: Plan, direction: str, timeout: float) -> Check:
+    def test() -> str | None:
+        from cutover.switch import schemas
+
+        return schemas.refusal(plan, direction, timeout)
+    src, dst = ("old", "new") if direction == "forward" else ("new", "old")
+    return Check("registry-ids-match", f"the {dst} schema registry can take every schema of the {src} one under its "
+                 "id (no other schema under a needed id)"
+                 + (", and every schema id in the new cluster's records means the same schema on both registries"
+                    if direction == "forward" else ""), test)

@@ -16,7 +16,7 @@ from cutover.errors import CutoverError
 from cutover.mirror import state as st
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
-from cutover.switch import background, handover, hooks, routing, sink, waits
+from cutover.switch import background, handover, hooks, routing, schemas, sink, waits
 
 Detail = dict[str, Any]
 
@@ -35,6 +35,7 @@ class Effects(Protocol):
     def route(self, side: ClusterSide) -> Detail: ...
     def hand_over(self, pair: TablePair) -> Detail: ...
     def hand_back(self, pair: TablePair) -> Detail: ...
+    def registry(self, direction: st.Direction, stage: str) -> Detail: ...
 
 
 #: Evaluates the preconditions again (after a hold) and raises Refused if one no longer holds.
@@ -167,6 +168,9 @@ class Live:
             return sink.move(self.plan, pair, self.run, self.timeout, "reverse")
         return handover.hand_back(self.plan, pair, self.run, self.timeout)
 
+    def registry(self, direction: st.Direction, stage: str) -> Detail:
+        return (schemas.prepare if stage == "prepare" else schemas.final)(self.plan, direction, self.timeout)
+
 
 class DryRun:
     """Says, in order, what `Live` would do. Changes nothing; reads only what a step's plan depends on."""
@@ -250,6 +254,9 @@ class DryRun:
     def reopen_mirror(self) -> Detail:
         return self._would("mark the forward mirror as free to run again in its state on the new cluster (the "
                            "records the reverse mirror carried back it maps to their originals, never copies twice)")
+
+    def registry(self, direction: st.Direction, stage: str) -> Detail:
+        return self._would(schemas.explain(self.plan, direction, stage, 30.0))
 
     def route(self, side: ClusterSide) -> Detail:
         path = routing.path(self.plan)

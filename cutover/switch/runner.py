@@ -52,8 +52,12 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
                     verify_run.verify(plan, verify_run.Options())
             out += [checks.verified(plan, run_now), checks.tables_handover(plan)]
         out += [checks.mirror_lag(plan, opts.timeout), checks.groups_idle(plan, "old", "new", opts.timeout)]
+        if plan.spec.registry is not None:
+            out.append(checks.registry_ids(plan, "forward", opts.timeout))
     elif steps.past_point_of_no_return(history):
         out.append(checks.groups_idle(plan, "new", "old", opts.timeout))
+        if plan.spec.registry is not None:
+            out.append(checks.registry_ids(plan, "reverse", opts.timeout))
     return out
 
 

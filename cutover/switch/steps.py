@@ -26,6 +26,7 @@ HOLD = "hold"
 #: The last step before the point of no return: nothing written on the side the clients leave is left behind.
 CHECK_DRAINED = "check-drained"
 ARM_REVERSE, START_REVERSE = "arm-reverse-mirror", "start-reverse-mirror"
+SYNC_REGISTRY, OPEN_REGISTRY = "sync-registry", "open-registry"
 
 
 @dataclass(frozen=True)
@@ -83,11 +84,25 @@ def _reopen() -> Step:
                 lambda fx: fx.reopen_mirror())
 
 
+def _registry(plan: Plan, direction: Direction, stage: str) -> list[Step]:
+    """The registry's steps, when the plan has one: the bulk sync before the freeze, the last one within it."""
+    if plan.spec.registry is None:
+        return []
+    src, dst = ("old", "new") if direction == "forward" else ("new", "old")
+    if stage == "prepare":
+        return [Step(SYNC_REGISTRY, f"sync the {src} schema registry to the {dst} one, every schema under its id"
+                     + (", and audit the new cluster's records' schema ids" if direction == "forward" else ""),
+                     lambda fx: fx.registry(direction, "prepare"))]
+    return [Step(OPEN_REGISTRY, f"sync what the {src} registry took since; open the moved subjects on the {dst} "
+                 "registry for writes (out of IMPORT mode)", lambda fx: fx.registry(direction, "final"))]
+
+
 def promote(plan: Plan) -> list[Step]:
     quiet = f"{plan.spec.gates.quiet_period:.0f}s"
     steps = [
         Step(HOLD, "hold while the postpone file exists; once released, check every precondition again",
              lambda fx: fx.hold()),
+        *_registry(plan, "forward", "prepare"),
     ]
     if plan.spec.switch.reverse_mirror:
         steps.append(Step(ARM_REVERSE, "start the reverse mirror (new -> old) armed, before the freeze: it copies "
@@ -106,6 +121,7 @@ def promote(plan: Plan) -> list[Step]:
              lambda fx: fx.sync_groups("forward")),
     ]
     steps.append(_check("old", "forward"))
+    steps += _registry(plan, "forward", "final")
     if plan.spec.switch.reverse_mirror:
         steps.append(Step(START_REVERSE, "start the reverse mirror (new -> old) so rollback loses nothing: the "
                           "armed one, told to go, reads the drained forward map and the old cluster's ends",
@@ -136,6 +152,7 @@ def rollback(plan: Plan, history: History) -> list[Step]:
         return steps
     quiet = f"{plan.spec.gates.quiet_period:.0f}s"
     steps = [
+        *_registry(plan, "reverse", "prepare"),
         Step("freeze-producers", "freeze producers on the new cluster (hook freeze_producers)",
              lambda fx: fx.hook("freeze_producers", cluster="new")),
         Step("wait-quiet", f"wait until the new cluster's end offsets stand still and no transaction is open (the "
@@ -148,6 +165,7 @@ def rollback(plan: Plan, history: History) -> list[Step]:
         Step("sync-groups", "commit every group's exactly translated offsets back on the old cluster",
              lambda fx: fx.sync_groups("reverse")),
         _check("new", "reverse"),
+        *_registry(plan, "reverse", "final"),
         Step(POINT_OF_NO_RETURN, "point the routing file back at the old cluster; hook switch_clients",
              _switch("old")),
     ]

@@ -9,6 +9,7 @@ the Avro deserializer reads from the new cluster through the new registry.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from cutover.plan import Plan, derive, load_plan
 from cutover.registry import apicurio
 from cutover.registry.client import RegistryClient, Version
 from cutover.registry.client import Schema as CutoverSchema
-from tests.conftest import cutover
+from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic, produce, read_all
 from tests.integration.mirror_util import scoped_plan
 from tests.integration.shadow_util import rows, shadow, shadow_plan
@@ -37,10 +38,14 @@ V3 = {**V1, "fields": [f for f in V2["fields"] if f["name"] != "note"]}
 
 
 @pytest.fixture(scope="module")
-def registries(sandbox: Sandbox) -> dict[str, str]:
-    """The sandbox with one registry per cluster: their Confluent API URLs."""
+def registries(sandbox: Sandbox) -> Iterator[dict[str, str]]:
+    """The sandbox with one registry per cluster: their Confluent API URLs. The session's other modules
+    get the sandbox back without them (a plan with a registry section adds promote's registry steps)."""
+    had = "registry" in sandbox.status()
     status = sandbox.up(registry=True)
-    return {side: status["registry"][side]["url"] for side in ("old", "new")}
+    yield {side: status["registry"][side]["url"] for side in ("old", "new")}
+    if not had:
+        sandbox.remove_registries()
 
 
 def _produce_avro(url: str, props: dict[str, str], topic: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -174,6 +179,10 @@ def test_a_different_schema_under_a_needed_id_on_the_target_is_refused_and_nothi
     assert run.code == 3, run.err
     assert f"id {second}" in run.out and "different" in run.out
     assert new_reg.versions(f"{topic}-value") == []  # nothing written, not even the first version
+    dry = cutover("promote", "--plan", str(_switch_plan(sandbox, ns, tmp_path).file), "--dry-run", "-o", "json")
+    assert dry.code == 3, dry.err
+    check = {c["name"]: c for c in dry.json()["checks"]}["registry-ids-match"]
+    assert not check["passed"] and f"id {second}" in check["reason"]
     assert new_reg.schema(first) is None or new_reg.schema(first).canonical() != \
         RegistryClient("old", {"url": registries["old"]}).schema(first).canonical()  # type: ignore[union-attr]
 
@@ -298,3 +307,62 @@ def test_protobuf_and_json_schema_topics_through_mirror_sync_audit_and_shadow(
         assert row["amount"] == ({"value": m.amount.value, "currency": "EUR"} if m.HasField("amount") else None)
     got_refunds = {r["id"]: {k: r[k] for k in ("id", "reason", "amount", "final")} for r in rows(splan, f"{ns}.refund")}
     assert got_refunds == {r["id"]: r for r in refunds}
+
+
+def _switch_plan(sandbox: Sandbox, ns: str, tmp: Path) -> Plan:
+    return derive(sandbox.plan_file, tmp / f"{ns}-switch.yaml", merge=True, name=ns,
+                  topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+                  mirror={"group_sync_interval": "1s"}, gates={"quiet_period": "1s"},
+                  switch={"journal_dir": str(tmp / "journal"), "quiet_timeout": "60s", "groups_timeout": "60s"},
+                  routing={"file": str(tmp / "routing.json")}, tables=[])
+
+
+def test_promote_moves_the_registry_and_rollback_brings_back_what_new_producers_registered(
+        sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path) -> None:
+    from cutover.switch import background
+
+    plan = _switch_plan(sandbox, ns, tmp_path)
+    old, new = plan.cluster("old"), plan.cluster("new")
+    topic = f"{ns}.orders"
+    create_topic(old, topic, partitions=2)
+    sent = _produce_avro(registries["old"], old, topic)
+    _mirror(plan.file)
+    dry = cutover("promote", "--plan", str(plan.file), "--dry-run", "-o", "json")
+    assert dry.code == 0, dry.err
+    explained = dry.json()
+    names = [s["name"] for s in explained["steps"]]
+    assert names.index("sync-registry") < names.index("freeze-producers")
+    assert names.index("check-drained") < names.index("open-registry") < names.index("switch-clients")
+    assert {c["name"]: c["passed"] for c in explained["checks"]}["registry-ids-match"] is True
+    assert "4 version(s) to copy now" in json.dumps(explained)
+    try:
+        promoted = cutover("promote", "--plan", str(plan.file), "--execute", "-o", "json")
+        assert promoted.code == 0, promoted.err
+        # Producers now on the new cluster register a fourth version on the new registry.
+        v4 = {**V3, "fields": [*V3["fields"], {"name": "channel", "type": "string", "default": "web"}]}
+        client = SchemaRegistryClient({"url": registries["new"]})
+        ser = AvroSerializer(client, json.dumps(v4), conf={"auto.register.schemas": True})
+        key_ser = AvroSerializer(client, json.dumps(KEY), conf={"auto.register.schemas": True})
+        after = [({"id": 900 + i}, {"id": 900 + i, "name": f"late-{i}", "currency": "NOK", "channel": "app"})
+                 for i in range(4)]
+        produce(new, topic, [{"key": key_ser(k, SerializationContext(topic, MessageField.KEY)),
+                              "value": ser(v, SerializationContext(topic, MessageField.VALUE)), "partition": i % 2}
+                             for i, (k, v) in enumerate(after)])
+        new_id = client.get_latest_version(f"{topic}-value").schema_id
+        old_reg = RegistryClient("old", {"url": registries["old"]})
+        assert old_reg.schema(new_id) is None or old_reg.schema(new_id).canonical() != \
+            RegistryClient("new", {"url": registries["new"]}).schema(new_id).canonical()  # type: ignore[union-attr]
+        wait_for(lambda: len(read_all(old, topic, 2)) == len(sent) + len(after), 60,
+                 "the reverse mirror to carry the new writes back")
+        rolled = cutover("rollback", "--plan", str(plan.file), "--execute", "-o", "json")
+        assert rolled.code == 0, rolled.err
+    finally:
+        background.stop(plan)
+    # The fourth version is on the old registry under the id the new one gave it, and every record on the
+    # old cluster (those it always had, and those written on the new one) decodes through the old registry.
+    back = old_reg.schema(new_id)
+    assert back is not None and back.canonical() == \
+        RegistryClient("new", {"url": registries["new"]}).schema(new_id).canonical()  # type: ignore[union-attr]
+    decoded = _decode_all(registries["old"], old, topic)
+    assert sorted(json.dumps(v, sort_keys=True) for *_r, v in decoded) == sorted(
+        json.dumps(v, sort_keys=True) for _k, v in sent + after)

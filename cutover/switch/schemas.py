@@ -1,0 +1,92 @@
+"""The schema registry at the switch: ids checked before, schemas synced before and within the freeze, and
+the target registry's subjects made writable at the switch.
+
+Promote syncs old -> new before the freeze (the bulk) and audits the new cluster's records;
+within the freeze, after the drain, it syncs again (registrations made on the old registry
+until the producers froze) and takes the moved subjects on the new registry out of IMPORT
+mode, so the producers that switch can register there. Rollback does the same new -> old:
+schemas registered on the new registry after promote go back under their ids. A clash (the
+target holds another schema under a needed id) is a precondition's refusal, before the freeze.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cutover.errors import Refused
+from cutover.plan import Plan
+from cutover.registry import audit as audit_mod
+from cutover.registry import sync as sync_mod
+
+Detail = dict[str, Any]
+
+
+def _reverse(direction: str) -> bool:
+    return direction == "reverse"
+
+
+def refusal(plan: Plan, direction: str, timeout: float) -> str | None:
+    """Why the registry would refuse the switch (read-only), or None."""
+    if plan.spec.registry is None:
+        return None
+    planned = sync_mod.run(plan, False, timeout, _reverse(direction))
+    if planned.refusals:
+        return "; ".join(planned.refusals)
+    if _reverse(direction):
+        return None
+    to_copy = {m.version.id for m in planned.to_copy}
+    result = audit_mod.audit(plan, "new", False, timeout)
+    blocking = [f for f in result.failures if not (f.kind == "missing-on-new" and f.schema_id in to_copy)]
+    if blocking:
+        f = blocking[0]
+        where = f" at {f.topic}/{f.partition} offset {f.offset}" if f.topic is not None else ""
+        return f"registry audit of the new cluster: {f.kind}{where}: {f.text}" + (
+            f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else "")
+    return None
+
+
+def prepare(plan: Plan, direction: str, timeout: float) -> Detail:
+    """Before the freeze: sync every schema, then (promote) audit the new cluster's records."""
+    done = sync_mod.run(plan, True, timeout, _reverse(direction))
+    if done.refusals:
+        raise Refused("registry sync refused: " + "; ".join(done.refusals),
+                      fix="the target registry must not hold other schemas under the ids moved")
+    detail: Detail = {"copied": len(done.copied), "present": len(done.moves) - len(done.to_copy),
+                      "method": done.method, "subjects": list(done.subjects)}
+    if not _reverse(direction):
+        result = audit_mod.audit(plan, "new", False, timeout)
+        detail["audit"] = {"records": result.records, "ids": sorted(result.ids), "passed": result.passed}
+        if not result.passed:
+            f = result.failures[0]
+            raise Refused(f"registry audit of the new cluster failed: {f.kind}: {f.text}",
+                          fix="run cutover registry audit --plan FILE for every failure; fix it, then promote again")
+    return detail
+
+
+def final(plan: Plan, direction: str, timeout: float) -> Detail:
+    """Within the freeze: sync what was registered since, then open the target's moved subjects for writes."""
+    done = sync_mod.run(plan, True, timeout, _reverse(direction))
+    if done.refusals:
+        raise Refused("registry sync refused: " + "; ".join(done.refusals),
+                      fix="the target registry must not hold other schemas under the ids moved")
+    _source, target = sync_mod.clients(plan, timeout, _reverse(direction))
+    opened = sync_mod.release(plan, target, done.subjects)
+    return {"copied": len(done.copied), "method": done.method, "writable": opened}
+
+
+def explain(plan: Plan, direction: str, stage: str, timeout: float) -> str:
+    """What prepare or final would do, from a read-only sync plan."""
+    src, dst = ("new", "old") if _reverse(direction) else ("old", "new")
+    try:
+        planned = sync_mod.run(plan, False, timeout, _reverse(direction))
+        counts = (f"{len(planned.to_copy)} version(s) to copy now ({planned.method}), "
+                  f"{len(planned.moves) - len(planned.to_copy)} present, subjects: "
+                  f"{', '.join(planned.subjects) or 'none'}")
+    except Exception as exc:  # a dry run lists the step even when a registry does not answer
+        counts = f"could not read the registries: {getattr(exc, 'message', exc)}"
+    if stage == "prepare":
+        audit = "; then audit the new cluster's framed records (every schema id on both registries)" \
+            if not _reverse(direction) else ""
+        return f"sync the {src} registry to the {dst} one, ids kept: {counts}{audit}"
+    return (f"sync again what the {src} registry took since, then take the moved subjects on the {dst} registry out "
+            f"of IMPORT mode so its producers can register: {counts}")
