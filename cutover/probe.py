@@ -20,7 +20,8 @@ def offline(plan: Plan) -> dict[str, Any]:
     """The report of `plan check --offline`: the keys of `check`, with what was not asked as null."""
     findings = [f.as_dict() for f in readiness.offline(plan)]
     return {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": True, "old": None, "new": None,
-            "catalog": None, "storage": None, "reachable": None, "findings": findings, "ok": not findings}
+            "catalog": None, "storage": None, "registry": None, "reachable": None, "findings": findings,
+            "ok": not findings}
 
 
 def check(plan: Plan, timeout: float) -> dict[str, Any]:
@@ -35,9 +36,16 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
         for side in sides:
             report[side] = _cluster_report(plan, side, futures[side])
         report["catalog"], report["storage"] = lake.result()
+    report["registry"] = _registry_report(plan, _left(deadline))
     old = report["old"]
     findings = readiness.offline(plan) + readiness.online(
         plan, list(old["topics_all"]) if old["reachable"] else None, old["groups_all"] if old["reachable"] else None)
+    for side, reg in (report["registry"] or {}).items():
+        if reg.get("problem"):
+            findings.append(readiness.Finding("registry", reg["problem"],
+                                              f"grant the registry.{side} principal what cutover registry sync needs "
+                                              "(README, 'Schemas and registries': Rights), or use a registry that "
+                                              "takes IMPORT mode"))
     for side in sides:
         if report[side]["reachable"]:
             findings += _rights(plan, side, list(report[side]["topics"]), _left(deadline))
@@ -45,7 +53,8 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
         report[side].pop("groups_all", None)
     report["findings"] = [f.as_dict() for f in findings]
     report["reachable"] = (all(report[s]["reachable"] for s in sides) and report["catalog"]["reachable"] is not False
-                           and report["storage"]["usable"] is not False)
+                           and report["storage"]["usable"] is not False
+                           and all(r["reachable"] for r in (report["registry"] or {}).values()))
     report["ok"] = report["reachable"] and not findings
     return report
 
@@ -91,6 +100,40 @@ def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Fu
         "topics_all": list(v.topics),
         "groups_all": list(v.groups),
     }
+
+
+def _registry_report(plan: Plan, timeout: float) -> dict[str, Any] | None:
+    """Each registry: does it answer the Confluent API, and can cutover's principal do what the sync needs there
+    (read everywhere; on the target, IMPORT mode, or Apicurio's admin API)."""
+    if plan.spec.registry is None:
+        return None
+    from cutover.registry import apicurio
+    from cutover.registry.client import RegistryClient
+
+    out: dict[str, Any] = {}
+    for side in ("old", "new"):
+        client = RegistryClient(side, getattr(plan.spec.registry, side), timeout)
+        try:
+            subjects = client.subjects()
+            mode = client.mode()
+            found: dict[str, Any] = {"reachable": True, "url": client.base, "subjects": len(subjects), "mode": mode}
+            if mode is None and apicurio.is_apicurio(client):
+                found["ids_kept_by"] = "apicurio-import"
+                root = apicurio.native_root(client)
+                answer = client.session.get(f"{root}/admin/config/properties", timeout=timeout)
+                found["admin"] = answer.ok
+                if not answer.ok:
+                    found["problem"] = (f"{client.describe()}: cutover's principal may not use Apicurio's admin API "
+                                        f"({answer.status_code}): the sync imports through it")
+            else:
+                found["ids_kept_by"] = "import-mode" if mode is not None else None
+                if mode is None:
+                    found["problem"] = (f"{client.describe()} has no /mode (IMPORT mode): it cannot take schemas "
+                                        "under their ids")
+        except CutoverError as exc:
+            found = {"reachable": False, "url": client.base, "error": exc.message, "fix": exc.fix}
+        out[side] = found
+    return out
 
 
 def _left(deadline: float) -> float:
@@ -189,6 +232,12 @@ def render(report: dict[str, Any]) -> str:
         if cat["tables"]:
             lines.append(table([[t["table"], t["role"], "exists" if t["exists"] else "absent"]
                                 for t in cat["tables"]], indent="    "))
+    for side, reg in (report.get("registry") or {}).items():
+        if not reg["reachable"]:
+            lines += _failed(f"{side} registry {reg['url']}", reg)
+        else:
+            lines.append(f"{side} registry {reg['url']}: {reg['subjects']} subject(s), ids kept by "
+                         f"{reg['ids_kept_by'] or 'nothing (see the findings)'}")
     st = report["storage"]
     if st["usable"] is None:
         lines.append(f"storage: not probed: {st['note']}")

@@ -21,7 +21,7 @@ from cutover.errors import Refused
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
-from cutover.mirror import groups, topics
+from cutover.mirror import groups, schemas, topics
 from cutover.mirror import state as st
 from cutover.mirror.copier import Copier, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
@@ -214,6 +214,8 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     started = r.last_report = time.monotonic()
     in_flight(r.stop, lambda: "the transaction in flight" if copier.writing else
               "the batch being read (committed in one transaction)")
+    schemas.follower(r.plan, opts.direction, opts.shard.index, not opts.until_caught_up and
+                                 not opts.for_switch, r.stop, opts.timeout)
     _copy(r, copier, metrics, goal, started)
     _sync_groups(r, copier, metrics)
     copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any

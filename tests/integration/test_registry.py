@@ -366,3 +366,48 @@ def test_promote_moves_the_registry_and_rollback_brings_back_what_new_producers_
     decoded = _decode_all(registries["old"], old, topic)
     assert sorted(json.dumps(v, sort_keys=True) for *_r, v in decoded) == sorted(
         json.dumps(v, sort_keys=True) for _k, v in sent + after)
+
+
+def test_a_running_mirror_follows_new_registrations_and_plan_check_reports_the_registries(
+        sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path) -> None:
+    from tests.integration.mirror_util import start_mirror, stop
+
+    plan = load_plan(sandbox.plan_file)
+    topic = f"{ns}.events"
+    create_topic(plan.cluster("old"), topic)
+    mirror_plan = derive(scoped_plan(sandbox.plan_file, ns, tmp_path), tmp_path / f"{ns}-follow.yaml", merge=True,
+                         registry={"sync_interval": "1s"})
+    check = cutover("plan", "check", "--plan", str(mirror_plan.file), "-o", "json")
+    report = check.json()
+    assert report["registry"]["old"]["reachable"] and report["registry"]["new"]["reachable"], check.out
+    assert report["registry"]["new"]["ids_kept_by"] == "apicurio-import" and report["registry"]["new"]["admin"]
+    old_client = SchemaRegistryClient({"url": registries["old"]})
+    new_reg = RegistryClient("new", {"url": registries["new"]})
+    proc = start_mirror(mirror_plan.file)
+    try:
+        first = old_client.register_schema(f"{topic}-value", Schema(json.dumps({**V1, "name": "Event"}), "AVRO"))
+        wait_for(lambda: new_reg.versions(f"{topic}-value") == [1], 60, "the mirror to copy version 1")
+        second = old_client.register_schema(f"{topic}-value", Schema(json.dumps({**V2, "name": "Event"}), "AVRO"))
+        wait_for(lambda: new_reg.versions(f"{topic}-value") == [1, 2], 60, "the mirror to copy version 2")
+    finally:
+        code, _out, err = stop(proc)
+    assert code == 0, err
+    assert [new_reg.version(f"{topic}-value", v).id for v in (1, 2)] == [first, second]  # type: ignore[union-attr]
+
+
+def test_the_sandbox_registries_keep_their_schemas_across_stop_and_start(
+        sandbox: Sandbox, registries: dict[str, str], ns: str) -> None:
+    status = cutover("local", "status", "--dir", str(sandbox.dir), "-o", "json").json()
+    assert {s: r["url"] for s, r in status["registry"].items()} == registries
+    assert all(r["running"] and r["url"].startswith("http://127.0.0.1:") for r in status["registry"].values())
+    client = SchemaRegistryClient({"url": registries["old"]})
+    sid = client.register_schema(f"{ns}-kept-value", Schema(json.dumps({**V1, "name": "Kept"}), "AVRO"))
+    stopped = cutover("local", "stop", "registry", "--dir", str(sandbox.dir), "--kill")
+    assert stopped.code == 0, stopped.err
+    down = RegistryClient("old", {"url": registries["old"]}, timeout=2)
+    with pytest.raises(Exception, match="did not answer"):
+        down.subjects()
+    started = cutover("local", "start", "registry", "--dir", str(sandbox.dir), "-o", "json")
+    assert started.code == 0, started.err
+    assert {s: r["url"] for s, r in started.json().items()} == registries  # the same ports
+    assert RegistryClient("old", {"url": registries["old"]}).version(f"{ns}-kept-value", 1).id == sid  # type: ignore[union-attr]

@@ -28,7 +28,7 @@ def test_valid_plan_offline_text_and_json(tmp_path: Path, capsys: pytest.Capture
     assert out == f"plan migration ({plan}): valid\n"
     code, out, _ = run(["plan", "check", "--plan", str(plan), "--offline", "-o", "json"], capsys)
     assert json.loads(out) == {"name": "migration", "plan": str(plan), "valid": True, "offline": True, "findings": [],
-                               "ok": True, "old": None, "new": None, "catalog": None, "storage": None,
+                               "ok": True, "old": None, "new": None, "catalog": None, "storage": None, "registry": None,
                                "reachable": None}
 
 
