@@ -154,6 +154,12 @@ def write(verified: VerifyResult, folder: Path) -> Path:
 def render_text(verified: VerifyResult) -> str:
     result = verified.as_dict()
     lines = [f"verify {'PASSED' if result['passed'] else 'FAILED'} ({result['name']})"]
+    reg = result.get("registry")
+    if reg is not None:
+        lines.append(f"registry audit of the new cluster: {'passed' if reg['passed'] else 'FAILED'}; "
+                     f"{reg['records']:,} record(s), {len(reg['ids_checked'])} schema id(s)")
+        lines += [f"  {f['kind']}" + (f" at {f['topic']}/{f['partition']} offset {f['offset']}" if f["topic"] else "")
+                  + f": {f['text']}" for f in reg["failures"]]
     for t in result["tables"]:
         c = t["counts"]
         lines.append(f"{t['old_table']} -> {t['table']} [{t['mode']}]: {'passed' if t['passed'] else 'FAILED'}; "

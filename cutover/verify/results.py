@@ -113,14 +113,16 @@ class VerifyResult:
     name: str
     at: str
     tables: tuple[TableResult, ...]
+    #: The registry audit of the new cluster (`cutover registry audit`'s JSON), when the plan has a registry.
+    registry: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
-        return all(t.passed for t in self.tables)
+        return all(t.passed for t in self.tables) and (self.registry is None or bool(self.registry["passed"]))
 
     def as_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "plan": self.plan, "name": self.name, "at": self.at,
-                "tables": [t.as_dict() for t in self.tables]}
+                "tables": [t.as_dict() for t in self.tables], "registry": self.registry}
 
 
 @dataclass(frozen=True)

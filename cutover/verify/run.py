@@ -62,7 +62,12 @@ def verify(plan: Plan, opts: Options) -> VerifyResult:
     at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     for r in results:
         record(plan, r.table, r.summary(at))
-    return VerifyResult(str(plan.file), plan.name, at, tuple(results))
+    audited = None
+    if plan.spec.registry is not None:  # every schema id the new cluster's records carry, on both registries
+        from cutover.registry import audit
+
+        audited = audit.audit(plan, "new", False, opts.timeout).as_dict()
+    return VerifyResult(str(plan.file), plan.name, at, tuple(results), audited)
 
 
 @dataclass(frozen=True)

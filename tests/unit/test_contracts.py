@@ -86,7 +86,7 @@ def test_verify_result_and_the_recorded_summary() -> None:
     counts_json = {"old_rows": 10, "new_rows": 9, "matched": 8, "missing": 1, "extra": 0, "mismatched": 1,
                    "duplicates_old": 0, "duplicates_new": 0}
     _same(vr.VerifyResult("/p/plan.yaml", "m", "2026-11-23T05:00:00+00:00", (table,)), {
-        "passed": False, "plan": "/p/plan.yaml", "name": "m", "at": "2026-11-23T05:00:00+00:00",
+        "passed": False, "plan": "/p/plan.yaml", "name": "m", "at": "2026-11-23T05:00:00+00:00", "registry": None,
         "tables": [{"table": "ns.orders", "old_table": "legacy.orders", "topic": "orders", "mode": "offsets",
                     "passed": False, "counts": counts_json,
                     "gates": {"max_missing_rows": {"limit": 0, "found": 1, "passed": False},
