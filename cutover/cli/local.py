@@ -149,7 +149,7 @@ def _fetch(fmt: Format, broker: bool, with_mirror_maker: bool, with_lake: bool, 
         ensure_built()
     sets = ([jvm.KAFKA_BROKER] if broker else []) + [jvm.SPARK_EXTRAS] \
         + ([jvm.MIRROR_MAKER] if with_mirror_maker else []) + ([jvm.REST_CATALOG, jvm.S3PROXY] if with_lake else []) \
-        + ([jvm.ICEBERG_CONNECT] if with_connect else [])
+        + ([jvm.ICEBERG_CONNECT, jvm.APICURIO_CONNECT] if with_connect else [])
     result = {s.name: len(jvm.resolve(s)) for s in sets}
     emit({"cache": str(jvm.cutover_home() / "jars"), "jars": result}, fmt,
          lambda r: "\n".join(f"{name}: {n} jars" for name, n in r["jars"].items()) + f"\ncache: {r['cache']}")

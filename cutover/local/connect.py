@@ -1,6 +1,7 @@
 """The sandbox's Kafka Connect worker: Apache Kafka's distributed Connect runtime with Apache
 Iceberg's sink connector on its class path (jvm.ICEBERG_CONNECT), the old pipeline as the field
-runs it.
+runs it; and Apicurio Registry's AvroConverter (jvm.APICURIO_CONNECT), for topics in Confluent's
+Avro wire format against a registry (`sink_config(..., avro_registry=URL)`).
 
 One worker, on one cluster at a time, as a Connect cluster is: its configuration, offsets and
 status live in three topics of the Kafka cluster it runs on (`connect-configs`, `connect-offsets`,
@@ -33,6 +34,7 @@ INTERNAL_TOPICS = ("connect-configs", "connect-offsets", "connect-status")
 MAIN_CLASS = "org.apache.kafka.connect.cli.ConnectDistributed"
 SINK_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 METADATA_TRANSFORM = "org.apache.iceberg.connect.transforms.KafkaMetadataTransform"
+AVRO_CONVERTER = "io.apicurio.registry.utils.converter.AvroConverter"
 READY_TIMEOUT = 120.0
 
 
@@ -104,7 +106,8 @@ def start(spec: ConnectSpec, client: dict[str, str]) -> int:
     fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it may hold a password
     with os.fdopen(fd, "w") as f:
         f.write(jvm.properties_text(worker_properties(spec, client)))
-    classpath = ":".join(str(j) for j in jvm.resolve(jvm.ICEBERG_CONNECT))
+    jars = jvm.resolve(jvm.ICEBERG_CONNECT) + jvm.resolve(jvm.APICURIO_CONNECT)
+    classpath = ":".join(str(j) for j in jars)
     cmd = [jvm.java(), "-Xms128m", "-Xmx768m", "-cp", classpath, MAIN_CLASS, str(spec.config_file)]
     # S3-compatible storage (the sandbox's s3proxy) takes no checksums of the AWS SDK's newer default
     env = {**os.environ, **S3_COMPAT_ENV}
@@ -116,14 +119,44 @@ def stop(spec: ConnectSpec, pid: int | None, kill: bool = False) -> bool:
     return broker.stop(spec, pid, kill)
 
 
+def apicurio_api(url: str) -> str:
+    """An Apicurio 2.x registry's native API (…/apis/registry/v2), the one its serdes call, from its
+    Confluent-compatible URL (…/apis/ccompat/v7, what `cutover local status` shows), its native
+    URL, or its base URL."""
+    base = url.rstrip("/")
+    for suffix in ("/apis/registry/v2", "/apis/ccompat/v7", "/apis/ccompat/v6"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+    return f"{base}/apis/registry/v2"
+
+
+def avro_converter(registry_url: str, prefix: str = "value.converter") -> dict[str, str]:
+    """Connector settings for Apicurio's AvroConverter reading Confluent's Avro wire format (magic
+    byte 0, the schema's 4-byte id, the Avro body) with the writer schema fetched by that id from the
+    Apicurio registry at `registry_url` (see apicurio_api). The id a Confluent client registers and
+    frames through Apicurio's Confluent API is the schema's content id, so the converter looks content
+    ids up, takes no Apicurio headers, and registers nothing. The 4-byte id handler is named rather than
+    set with `apicurio.registry.as-confluent=true`, which does the same but warns of a duplicate id handler
+    (the default one) at each start."""
+    return {
+        prefix: AVRO_CONVERTER,
+        f"{prefix}.apicurio.registry.url": apicurio_api(registry_url),
+        f"{prefix}.apicurio.registry.id-handler": "io.apicurio.registry.serde.Legacy4ByteIdHandler",
+        f"{prefix}.apicurio.registry.use-id": "contentId",
+        f"{prefix}.apicurio.registry.headers.enabled": "false",
+        f"{prefix}.apicurio.registry.auto-register": "false",
+    }
+
+
 def sink_config(catalog: Catalog, topics: list[str], table: str, *, control_topic: str = "control-iceberg",
                 commit_interval_ms: int = 2000, tasks: int = 1, metadata: bool = True,
-                schemas: bool = False, **extra: str) -> dict[str, str]:
+                schemas: bool = False, avro_registry: str | None = None, **extra: str) -> dict[str, str]:
     """An Iceberg sink connector's configuration writing `table` of the sandbox's catalog.
 
     JSON records (`schemas`: with the JsonConverter's schema envelope; else schemaless, the
-    table's columns from the record's fields), the table created on the first record and
-    evolved with new fields; with `metadata`, Iceberg's KafkaMetadataTransform adds each
+    table's columns from the record's fields), or with `avro_registry` (an Apicurio registry's URL)
+    Avro values in Confluent's wire format (avro_converter); the table created on the first record
+    and evolved with new fields; with `metadata`, Iceberg's KafkaMetadataTransform adds each
     record's topic, partition, offset and timestamp as flat columns `_kafka_metadata_*`.
     """
     from cutover.lake.catalog import java_properties
@@ -143,6 +176,9 @@ def sink_config(catalog: Catalog, topics: list[str], table: str, *, control_topi
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": str(schemas).lower(),
     }
+    if avro_registry is not None:
+        del config["value.converter.schemas.enable"]
+        config.update(avro_converter(avro_registry))
     if metadata:
         config.update({"transforms": "kafka", "transforms.kafka.type": METADATA_TRANSFORM,
                        "transforms.kafka.nested": "false"})

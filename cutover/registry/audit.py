@@ -109,62 +109,90 @@ def ranges(start: int, end: int, full: bool) -> list[tuple[int, int]]:
 
 
 def scan(ref: ClusterRef, topics: dict[str, list[str]], full: bool, result: AuditResult, timeout: float) -> None:
-    """Read the ranges and collect ids; headers only."""
+    """Read the ranges and collect ids; headers only. Every partition is read at once (a sample: window by
+    window), each paused at the end of its range; the inner loop only slices and counts 5-byte headers."""
     from cutover.kafka import inspect
 
     counts = inspect.partition_counts(ref, timeout)
     tps = [(t, p) for t in topics for p in range(counts.get(t, 0))]
     starts, ends = log_offsets(ref, tps, "start", timeout), log_offsets(ref, tps, "end", timeout)
+    planned = {tp: ranges(starts[tp], ends[tp], full) for tp in tps}
     consumer = Consumer(ref.config(**{
         "group.id": "cutover-registry-audit", "enable.auto.commit": False, "enable.partition.eof": True,
         "isolation.level": "read_committed", "auto.offset.reset": "earliest", "fetch.max.bytes": 64 << 20,
-        "max.partition.fetch.bytes": 16 << 20, "queued.max.messages.kbytes": 262144}))
-    ids = result.ids
+        "max.partition.fetch.bytes": 16 << 20, "queued.max.messages.kbytes": 262144, "fetch.wait.max.ms": 100}))
+    headers: Counter[bytes] = Counter()
     try:
-        for topic, partition in tps:
-            parts = topics[topic]
-            want_key, want_value = "key" in parts, "value" in parts
-            for lo, hi in ranges(starts[(topic, partition)], ends[(topic, partition)], full):
-                consumer.assign([TopicPartition(topic, partition, lo)])
-                deadline = time.monotonic() + timeout
-                at = lo
-                while at < hi:
-                    batch = consumer.consume(10_000, 0.5)
-                    if not batch:
-                        if time.monotonic() > deadline:
-                            raise ref.failure(None, f"reading {topic}/{partition} at {at}", consumer)
-                        continue
-                    deadline = time.monotonic() + timeout
-                    for msg in batch:
-                        err = msg.error()
-                        if err is not None:
-                            if err.code() == KafkaError._PARTITION_EOF:
-                                at = hi
-                                break
-                            raise ref.failure(KafkaException(err), f"reading {topic}/{partition}", consumer)
-                        offset = int(msg.offset() or 0)
-                        if offset >= hi:
-                            at = hi
-                            break
-                        at = offset + 1
-                        result.records += 1
-                        if want_value:
-                            v = msg.value()
-                            if v is not None and len(v) >= 5 and v[0] == 0:
-                                ids[int.from_bytes(v[1:5], "big")] += 1
-                            elif v is not None:  # a tombstone carries no schema
-                                result.fail(Failure("not-framed", "value is not in the Confluent wire format",
-                                                    topic, partition, offset))
-                        if want_key:
-                            k = msg.key()
-                            if k is not None and len(k) >= 5 and k[0] == 0:
-                                ids[int.from_bytes(k[1:5], "big")] += 1
-                            elif k is not None:
-                                result.fail(Failure("not-framed", "key is not in the Confluent wire format",
-                                                    topic, partition, offset))
-                consumer.unassign()
+        for window in range(max((len(r) for r in planned.values()), default=0)):
+            todo = {tp: r[window] for tp, r in planned.items() if window < len(r)}
+            consumer.assign([TopicPartition(t, p, lo) for (t, p), (lo, _hi) in todo.items()])
+            _read(ref, consumer, {tp: hi for tp, (_lo, hi) in todo.items()}, topics, result, headers, timeout)
+            consumer.unassign()
     finally:
         consumer.close()
+    for header, n in headers.items():
+        result.ids[int.from_bytes(header[1:5], "big")] += n
+
+
+def _read(ref: ClusterRef, consumer: Consumer, pending: dict[tuple[str, int], int], topics: dict[str, list[str]],
+          result: AuditResult, headers: Counter[bytes], timeout: float) -> None:
+    """Consume until every partition reached its range's end (`pending`: (topic, partition) -> end)."""
+    deadline = time.monotonic() + timeout
+    parts = {t: ("key" in p, "value" in p) for t, p in topics.items()}
+    while pending:
+        batch = consumer.consume(10_000, 0.5)
+        if not batch:
+            if time.monotonic() > deadline:
+                raise ref.failure(None, f"reading {', '.join(f'{t}/{p}' for t, p in list(pending)[:5])}", consumer)
+            continue
+        deadline = time.monotonic() + timeout
+        current: Any = None
+        hi = -1
+        want_key = want_value = False
+        records = 0
+        for msg in batch:
+            err = msg.error()
+            tp: Any = (msg.topic(), msg.partition())
+            if tp != current:
+                current = tp
+                hi = pending.get(tp, -1)
+                want_key, want_value = parts[tp[0]]
+            if err is not None:
+                if err.code() != KafkaError._PARTITION_EOF:
+                    raise ref.failure(KafkaException(err), f"reading {tp[0]}/{tp[1]}", consumer)
+                _done(consumer, pending, tp)
+                continue
+            offset: Any = msg.offset()
+            if offset >= hi:  # past its range (or already done): not counted
+                _done(consumer, pending, tp)
+                continue
+            records += 1
+            if want_value:
+                v = msg.value()
+                if v is not None:
+                    h = v[:5]
+                    if h[:1] == b"\x00" and len(h) == 5:
+                        headers[h] += 1
+                    else:
+                        result.fail(Failure("not-framed", "value is not in the Confluent wire format", tp[0], tp[1],
+                                            offset))
+            if want_key:
+                k = msg.key()
+                if k is not None:
+                    h = k[:5]
+                    if h[:1] == b"\x00" and len(h) == 5:
+                        headers[h] += 1
+                    else:
+                        result.fail(Failure("not-framed", "key is not in the Confluent wire format", tp[0], tp[1],
+                                            offset))
+            if offset + 1 >= hi:
+                _done(consumer, pending, tp)
+        result.records += records
+
+
+def _done(consumer: Consumer, pending: dict[tuple[str, int], int], tp: tuple[str, int]) -> None:
+    if pending.pop(tp, None) is not None:
+        consumer.pause([TopicPartition(tp[0], tp[1])])
 
 
 def first_positions(ref: ClusterRef, topics: dict[str, list[str]], schema_ids: set[int],
