@@ -107,11 +107,14 @@ def show_cmd(runbook: str, params: tuple[str, ...]) -> int:
 @click.option("--old-pipeline", type=click.Choice(["sink", "stand-in"]), default="sink", show_default=True,
               help="What writes the old tables: Apache Iceberg's Kafka Connect sink (a Connect worker in the "
               "sandbox; promote and rollback hand the same connector over), or cutover's own Spark job.")
+@click.option("--format", "value_format", type=click.Choice(["json", "avro"]), default="json", show_default=True,
+              help="The records' values: JSON, or Avro in the Confluent wire format with a schema registry per "
+              "cluster (the sandbox's, started if needed), moved with its ids at promote and back at rollback.")
 @catalog_option
 @output_option
 @timeout_option(whole=False)
-def demo_cmd(sandbox_dir: str | None, rate: int, records: int, old_pipeline: str, catalog: str | None,
-             fmt: Format, timeout: float) -> int:
+def demo_cmd(sandbox_dir: str | None, rate: int, records: int, old_pipeline: str, value_format: str,
+             catalog: str | None, fmt: Format, timeout: float) -> int:
     """The whole migration on the local sandbox: traffic, mirror, shadow, verify, promote, rollback.
 
     Brings the sandbox up, runs runbooks/full-migration.yaml with --auto on a fresh demo plan,
@@ -120,7 +123,7 @@ def demo_cmd(sandbox_dir: str | None, rate: int, records: int, old_pipeline: str
     from cutover.drill import demo, runner
 
     summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records, catalog, timeout,
-                       cast(demo.OldPipeline, old_pipeline))
+                       cast(demo.OldPipeline, old_pipeline), value_format)
     emit(summary, fmt, demo.render)
     if not summary["passed"]:
         raise runner.DrillFailed(f"the demo failed; the report says where: {summary['report']}")

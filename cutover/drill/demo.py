@@ -35,11 +35,19 @@ SINK_COLUMNS = {"partition": "_kafka_metadata_partition", "offset": "_kafka_meta
 OldPipeline = Literal["sink", "stand-in"]
 
 
-def demo_plan(sandbox: Any, folder: Path, ns: str, connect_url: str | None = None) -> Plan:
+def demo_plan(sandbox: Any, folder: Path, ns: str, connect_url: str | None = None, value_format: str = "json",
+              ) -> Plan:
     """The demo's plan. With `connect_url`, Iceberg's sink connectors at that Connect worker write
-    the old tables; without it, the stand-in."""
+    the old tables; without it, the stand-in. `value_format` avro: the values in Avro through the
+    sandbox's registries (the columns come from the registered schemas)."""
     base = load_plan(sandbox.plan_file).spec
     offsets = {"partition": "kafka_partition", "offset": "kafka_offset"}
+
+    def payload(schema: list[Any]) -> dict[str, Any]:
+        if value_format != "avro":
+            return {"schema": schema}
+        # Iceberg's sink reads each record with its own writer schema: a field an older version lacks is null
+        return {"format": "avro", "missing_fields": "null" if connect_url else "default"}
 
     def old(table: str) -> dict[str, Any]:
         if connect_url is None:
@@ -68,22 +76,23 @@ def demo_plan(sandbox: Any, folder: Path, ns: str, connect_url: str | None = Non
         gates={"quiet_period": "2s", "verify_max_age": "1h",
                "max_lag_rows": {"old_ahead": 500 if connect_url is None else 1_000_000}},
         tables=[
-            {"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", "schema": ORDERS,
+            {"topic": f"{ns}.orders", "old": f"{ns}_legacy.orders", "new": f"{ns}.orders", **payload(ORDERS),
              "partition_by": ["day(kafka_timestamp)"], "checks": ["orders_basic"], **old("orders")},
             {"topic": f"{ns}.payments", "old": f"{ns}_legacy.payments", "new": f"{ns}.payments",
-             "schema": PAYMENTS, **old("payments")},
+             **payload(PAYMENTS), **old("payments")},
         ])
 
 
 def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None = None,
-        timeout: float = NETWORK_TIMEOUT, old_pipeline: OldPipeline = "sink") -> dict[str, Any]:
+        timeout: float = NETWORK_TIMEOUT, old_pipeline: OldPipeline = "sink", value_format: str = "json",
+        ) -> dict[str, Any]:
     from cutover.local.sandbox import Sandbox
     from cutover.output import progress
 
     box = Sandbox(sandbox_dir)
     progress("bringing up the local sandbox (two Kafka clusters and an Iceberg catalog"
              + (f" on {catalog}" if catalog and catalog != "sqlite" else "") + ")")
-    box.up(catalog=cast(Any, catalog))
+    box.up(catalog=cast(Any, catalog), registry=value_format == "avro")
     kind = box.status()["catalog"]["kind"]
     ns = "demo_" + time.strftime("%Y%m%d%H%M%S")
     folder = box.dir / "demo" / ns
@@ -91,11 +100,11 @@ def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None =
     if old_pipeline == "sink":
         progress("starting the Kafka Connect worker with Apache Iceberg's sink (the old pipeline) on the old cluster")
         url = box.start_connect("old")["url"]
-    plan = demo_plan(box, folder, ns, url)
+    plan = demo_plan(box, folder, ns, url, value_format)
     rb = model.load(RUNBOOK, {"rate": str(rate), "records": str(records), "group": f"{ns}-billing"})
     result = runner.run(rb, plan, runner.Options(auto=True, report_dir=folder / "report", sandbox_dir=box.dir,
                                                        timeout=timeout))
-    return {"catalog": kind, "old_pipeline": old_pipeline, **summary(result, folder)}
+    return {"catalog": kind, "old_pipeline": old_pipeline, "format": value_format, **summary(result, folder)}
 
 
 def summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -136,7 +145,8 @@ def render(s: dict[str, Any]) -> str:
              + (f" (catalog: {s['catalog']}{'' if s['catalog'] == 'sqlite' else ' over S3'})" if s.get("catalog")
                 else "")
              + {"sink": "; old pipeline: Iceberg's Kafka Connect sink", "stand-in": "; old pipeline: the stand-in",
-                None: ""}[s.get("old_pipeline")]]
+                None: ""}[s.get("old_pipeline")]
+             + ("; values: Avro with a schema registry per cluster" if s.get("format") == "avro" else "")]
     if s["failed_step"]:
         lines.append(f"  failed at step {s['failed_step']['number']} ({s['failed_step']['name']}): "
                      f"{s['failed_step']['error']}")

@@ -42,13 +42,15 @@ def pairs(plan: Plan) -> list[TablePair]:
     return [p for p in plan.spec.tables if p.writer_offsets == "iceberg-connect"]
 
 
-def config(plan: Plan, pair: TablePair) -> dict[str, str]:
-    """The connector's configuration: the pair's topic into its old table, the plan's catalog."""
+def config(plan: Plan, pair: TablePair, cluster: ClusterSide = "old") -> dict[str, str]:
+    """The connector's configuration: the pair's topic into its old table, the plan's catalog; Avro values
+    through the registry of the cluster it runs on."""
     from cutover.local.connect import sink_config
 
     assert plan.spec.catalog is not None
+    registry = getattr(plan.spec.registry, cluster)["url"] if pair.format == "avro" and plan.spec.registry else None
     return sink_config(plan.spec.catalog, [pair.topic], pair.old, control_topic=pair.control_topic,
-                       commit_interval_ms=COMMIT_INTERVAL_MS)
+                       commit_interval_ms=COMMIT_INTERVAL_MS, avro_registry=registry)
 
 
 def _rest(pair: TablePair) -> tuple[Connect, str]:
@@ -74,7 +76,7 @@ def run(box: Sandbox, plan: Plan, cluster: ClusterSide, timeout: float) -> dict[
         ensure_control_topic(ref, pair, 1, timeout)
         if rest.config(name) is None:
             progress(f"creating the Iceberg sink connector {name} on the {cluster} cluster (writes {pair.old})")
-            rest.put(name, config(plan, pair))
+            rest.put(name, config(plan, pair, cluster))
         else:
             rest.resume(name)
         states[name] = rest.wait(name, "RUNNING", timeout).state

@@ -15,7 +15,6 @@ cluster) and `stop` (the consumer commits, leaves its group, acknowledges with
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import threading
 import time
@@ -27,6 +26,8 @@ from typing import Any, ClassVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
+from cutover.drill import codec
+from cutover.drill.codec import Codec
 from cutover.kafka.offsets import again_while_transient
 from cutover.plan import Plan
 from cutover.switch import routing
@@ -41,12 +42,13 @@ class Sent:
     seq: int
 
 
-def event(topic: str, seq: int, version: int = 1) -> tuple[bytes, bytes, list[Any]]:
+def event(topic: str, seq: int, version: int = 1, encoding: Codec | None = None) -> tuple[bytes, bytes, list[Any]]:
     """One sample record (key, value, headers) of `topic`, with this sequence number."""
-    return _event(topic, seq, random.Random(seq), version)
+    return _event(topic, seq, random.Random(seq), version, encoding or codec.JsonCodec())
 
 
-def _event(topic: str, seq: int, rnd: random.Random, version: int) -> tuple[bytes, bytes, list[Any]]:
+def _event(topic: str, seq: int, rnd: random.Random, version: int,
+           encoding: Codec) -> tuple[bytes, bytes, list[Any]]:
     customer = f"c{rnd.randint(1, 50):03d}"
     if topic.endswith("payments"):
         body: dict[str, Any] = {"seq": seq, "payment_id": f"p{seq}", "order_id": f"o{rnd.randint(1, 10**6)}",
@@ -57,7 +59,7 @@ def _event(topic: str, seq: int, rnd: random.Random, version: int) -> tuple[byte
         if version >= 2:
             body["channel"] = rnd.choice(["web", "app", "store"])  # the schema change of a drill
     headers = [("source", b"cutover-drill"), ("trace", uuid.uuid4().hex[:16].encode())]
-    return customer.encode(), json.dumps(body).encode(), headers
+    return customer.encode(), encoding.encode(topic, body), headers
 
 
 class _Worker:
@@ -124,6 +126,7 @@ class Traffic(_Worker):
         while not self._stop.is_set():
             side = routing.active(self.plan)
             props = self.plan.cluster(side)
+            encoding = codec.for_cluster(self.plan, side)
             plain = Producer({**props, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
             txn = Producer({**props, "transactional.id": f"cutover-drill-{self.plan.name}-{side}"}) \
                 if self.transactions else None
@@ -140,7 +143,7 @@ class Traffic(_Worker):
                         txn.begin_transaction()
                     for _ in range(5):
                         topic = self.topics[seq % len(self.topics)]
-                        key, value, headers = _event(topic, seq, rnd, self.version)
+                        key, value, headers = _event(topic, seq, rnd, self.version, encoding)
                         producer.produce(topic, key=key, value=value, headers=headers,
                                          on_delivery=self._acked(side, seq, pending, keep=not in_txn))
                         seq += 1
@@ -229,6 +232,7 @@ class GroupConsumer(_Worker):
     def _consume(self, side: str, consumer: Consumer) -> bool:
         """Process records until stopped (False), or until the member's assignment has stayed without
         a subscribed topic that exists (True: the caller joins again)."""
+        encoding = codec.for_cluster(self.plan, "new" if side == "new" else "old")
         looked, short = time.monotonic(), 0
         while not self._stop.is_set() and not (self.ctl / "stop").exists():
             if time.monotonic() - looked >= ASSIGNMENT_CHECK:
@@ -239,7 +243,7 @@ class GroupConsumer(_Worker):
             msg = consumer.poll(0.2)
             if msg is None or msg.error():
                 continue
-            seq = json.loads(msg.value() or b"{}")["seq"]
+            seq = encoding.decode(str(msg.topic()), msg.value())["seq"]
             with self._lock:
                 self.seen.append(Sent(side, str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0),
                                       seq))

@@ -94,6 +94,11 @@ class TablePair:
     #: The record key: raw (kept as bytes in kafka_key only), or avro, protobuf or json-schema (also decoded
     #: into a `key` column, a struct).
     key_format: Literal["raw", "avro", "protobuf", "json-schema"] = "raw"
+    #: avro: a field a record's writer schema lacks (added or dropped by another version) reads as its
+    #: default, Avro's own resolution ("default"), or as null ("null": what a pipeline that decodes each
+    #: record with its own writer schema writes, such as Iceberg's Kafka Connect sink with Apicurio's
+    #: AvroConverter; choose what the old table holds, or verify finds the difference).
+    missing_fields: Literal["default", "null"] = "default"
     #: For json: the payload columns. Absent: inferred from a sample of the topic.
     schema: list[Column] | None = None
     #: Iceberg partition transforms over columns, e.g. "day(timestamp)", "bucket(16, key)".

@@ -56,9 +56,9 @@ def _body(col: str) -> Column:
 # -- Avro: the reader schema ------------------------------------------------------------------------------
 
 
-def _nullable(field_def: dict[str, Any]) -> dict[str, Any]:
-    """A field a reader can fill when a writer lacks it: its own default, else null."""
-    if "default" in field_def:
+def _nullable(field_def: dict[str, Any], fill: str = "default") -> dict[str, Any]:
+    """A field a reader can fill when a writer lacks it: its own default (else null), or null."""
+    if "default" in field_def and fill == "default":
         return field_def
     out = dict(field_def)
     kind = out["type"]
@@ -70,9 +70,10 @@ def _nullable(field_def: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def reader_schema(writers: list[dict[str, Any]]) -> dict[str, Any]:
+def reader_schema(writers: list[dict[str, Any]], fill: str = "default") -> dict[str, Any]:
     """One record schema that reads every writer schema given (oldest first): each field from the newest
-    writer that has it, a field missing from any writer made optional (its default, else null)."""
+    writer that has it, a field missing from any writer made optional (its default, else null; or null
+    whatever its default, with `fill` "null")."""
     if not writers:
         raise ValueError("no writer schema")
     newest = copy.deepcopy(writers[-1])
@@ -87,7 +88,7 @@ def reader_schema(writers: list[dict[str, Any]]) -> dict[str, Any]:
                 order.append(f["name"])
             latest[f["name"]] = f
             count[f["name"]] = count.get(f["name"], 0) + 1
-    newest["fields"] = [latest[n] if count[n] == len(writers) else _nullable(latest[n]) for n in order]
+    newest["fields"] = [latest[n] if count[n] == len(writers) else _nullable(latest[n], fill) for n in order]
     return newest
 
 
@@ -182,6 +183,8 @@ class FramedPart:
     schemas: Schemas
     #: reader schema (Avro): JSON text
     reader: str | None = None
+    #: what a field a writer lacks reads as (tables[].missing_fields)
+    fill: str = "default"
     ids: set[int] = field(default_factory=set)
 
     def refresh(self, ids: list[int]) -> None:
@@ -196,7 +199,7 @@ class FramedPart:
                     if (s := self.schemas.get(i)) is not None]
             writers = history + [w for w in seen if w not in history]
             if writers:
-                self.reader = json.dumps(reader_schema(writers))
+                self.reader = json.dumps(reader_schema(writers, self.fill))
         else:
             history = self.schemas.subject_history(self.subject)
             latest = history[-1] if history else next(
@@ -366,6 +369,7 @@ def decoder_for(plan: Plan, pair: TablePair, side: ClusterSide) -> FramedDecoder
 
     old, new = clients(plan, 30.0)
     schemas = Schemas(new if side == "new" else old)
-    value = FramedPart(pair.format, f"{pair.topic}-value", schemas)
-    key = FramedPart(pair.key_format, f"{pair.topic}-key", schemas) if pair.key_format != "raw" else None
+    value = FramedPart(pair.format, f"{pair.topic}-value", schemas, fill=pair.missing_fields)
+    key = FramedPart(pair.key_format, f"{pair.topic}-key", schemas, fill=pair.missing_fields) \
+        if pair.key_format != "raw" else None
     return FramedDecoder(value, key)

@@ -411,3 +411,59 @@ def test_the_sandbox_registries_keep_their_schemas_across_stop_and_start(
     assert started.code == 0, started.err
     assert {s: r["url"] for s, r in started.json().items()} == registries  # the same ports
     assert RegistryClient("old", {"url": registries["old"]}).version(f"{ns}-kept-value", 1).id == sid  # type: ignore[union-attr]
+
+
+def test_the_audit_ends_at_a_range_closed_by_an_aborted_transaction_with_another_open(
+        sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path) -> None:
+    """read_committed never delivers an aborted record or a marker, and an open transaction beyond them holds
+    back the end-of-partition event: the audit must see from the consumer's position that it is done."""
+    from confluent_kafka import Producer
+
+    plan = load_plan(sandbox.plan_file)
+    new = plan.cluster("new")
+    topic = f"{ns}.tx"
+    create_topic(plan.cluster("old"), topic)
+    create_topic(new, topic)
+    sid = SchemaRegistryClient({"url": registries["old"]}).register_schema(
+        f"{topic}-value", Schema(json.dumps({**V1, "name": "Tx"}), "AVRO"))
+    mirror_plan = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    assert cutover("registry", "sync", "--plan", str(mirror_plan), "--execute").code == 0
+    framed = b"\x00" + sid.to_bytes(4, "big") + b"\x02\x02a\x00"
+    produce(new, topic, [{"value": framed} for _ in range(5)])
+    aborted = Producer({**new, "transactional.id": f"{ns}-a"})
+    aborted.init_transactions(30)
+    aborted.begin_transaction()
+    aborted.produce(topic, b"not framed, never committed")
+    aborted.flush(30)
+    aborted.abort_transaction(30)
+    still_open = Producer({**new, "transactional.id": f"{ns}-b", "transaction.timeout.ms": 600_000})
+    still_open.init_transactions(30)
+    still_open.begin_transaction()
+    still_open.produce(topic, b"open")
+    still_open.flush(30)
+    try:
+        run = cutover("registry", "audit", "--plan", str(mirror_plan), "--all", "-o", "json", "--timeout", "20")
+        assert run.code == 0, run.err
+        assert (run.json()["records"], run.json()["ids_checked"]) == (5, [sid])
+    finally:
+        still_open.abort_transaction(30)
+
+
+def test_the_sampling_audit_reads_every_window_of_a_long_partition(
+        sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path) -> None:
+    """A sample reads ten windows spread over each partition's retained range, one after another."""
+    from cutover.registry import audit
+
+    plan = load_plan(sandbox.plan_file)
+    topic = f"{ns}.long"
+    for side in ("old", "new"):
+        create_topic(plan.cluster(side), topic)
+    sid = SchemaRegistryClient({"url": registries["old"]}).register_schema(
+        f"{topic}-value", Schema(json.dumps({**V1, "name": "Long"}), "AVRO"))
+    mirror_plan = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    assert cutover("registry", "sync", "--plan", str(mirror_plan), "--execute").code == 0
+    produce(plan.cluster("new"), topic, [{"value": b"\x00" + sid.to_bytes(4, "big") + b"%d" % i}
+                                         for i in range(audit.SAMPLE_PER_PARTITION * 2)])
+    run = cutover("registry", "audit", "--plan", str(mirror_plan), "-o", "json", "--timeout", "20")
+    assert run.code == 0, run.err
+    assert (run.json()["records"], run.json()["mode"]) == (audit.SAMPLE_PER_PARTITION, "sample")

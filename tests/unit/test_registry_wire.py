@@ -41,6 +41,9 @@ def test_the_reader_schema_reads_every_version_with_defaults() -> None:
     assert fields["a"] == {"name": "a", "type": "long"}  # in every version: as written
     assert fields["c"]["default"] == "x"  # its own default
     assert fields["d"] == {"name": "d", "type": ["null", "int"], "default": None}  # made optional
+    as_null = {f["name"]: f for f in reader_schema([v1, v2, v3], "null")["fields"]}
+    assert as_null["c"] == {"name": "c", "type": ["null", "string"], "default": None}  # as a writer-schema reader
+    assert as_null["a"] == fields["a"]
 
 
 def test_references_are_defined_in_place_once() -> None:

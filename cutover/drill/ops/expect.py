@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
+from cutover.drill import codec
 from cutover.drill.context import Drill
 from cutover.drill.ops.base import Detail, ExpectationFailed, NoArgs, deadline, need_traffic, op
 from cutover.drill.ops.pipeline import run_verify
@@ -104,9 +104,10 @@ def _topic_seqs(d: Drill, side: ClusterSide, topics: list[str]) -> Counter[tuple
     tps = [(t, p) for t in topics for p in range(counts.get(t, 0))]
     starts = log_offsets(ref, tps, "start")
     out: Counter[tuple[str, int]] = Counter()
+    encoding = codec.for_cluster(d.plan, side)
     for msg in committed_records(ref, [(t, p, starts[(t, p)]) for t, p in tps], f"reading {', '.join(topics)}",
                                  group="cutover-drill-reader"):
-        out[(str(msg.topic()), json.loads(msg.value() or b"{}")["seq"])] += 1
+        out[(str(msg.topic()), encoding.decode(str(msg.topic()), msg.value())["seq"])] += 1
     return out
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cutover import process
+from cutover.drill import codec
 from cutover.drill.context import Drill
 from cutover.drill.ops.base import Detail, ExpectationFailed, NoArgs, deadline, op, topics_of
 from cutover.errors import CutoverError
@@ -58,7 +59,8 @@ def _transaction_open(d: Drill, a: OpenTxnArgs) -> Detail:
     producer.begin_transaction()
     offsets: list[int] = []
     for i in range(a.records):
-        key, value, headers = event(topic, -1 - i)  # a negative seq: never the drill traffic's own
+        # a negative seq: never the drill traffic's own
+        key, value, headers = event(topic, -1 - i, encoding=codec.for_cluster(plan, side))
         producer.produce(topic, key=key, value=value, headers=headers, partition=a.partition,
                          on_delivery=lambda err, m: offsets.append(int(m.offset() or 0)) if err is None else None)
     if producer.flush(30) or len(offsets) != a.records:
