@@ -69,12 +69,15 @@ class Connect:
             except urllib.error.HTTPError as exc:
                 if exc.code == 404 and missing_ok:
                     return _MISSING
-                # 409: a rebalance is in progress, the worker asks to be asked again
-                if exc.code == 409 and time.monotonic() < deadline:
+                text = _message(exc)
+                # 409: a rebalance is in progress; 500 "a rebalance is expected": a worker that has just
+                # started (or moved) and not yet joined its group. Both ask to be asked again.
+                rebalancing = exc.code == 409 or (exc.code == 500 and "rebalance is expected" in text)
+                if rebalancing and time.monotonic() < deadline:
                     time.sleep(0.5)
                     continue
                 raise ConnectError(f"Kafka Connect at {self.url} answered {method} {path} with {exc.code}: "
-                                   f"{_message(exc)}",
+                                   f"{text}",
                                    fix="check the connector's name and configuration, and the worker's log") from None
             except (urllib.error.URLError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)

@@ -10,16 +10,17 @@ from cutover.kafka.clients import ClusterRef
 from tests.conftest import cutover, secret_values
 
 
-def run_demo(folder: Path, old_pipeline: str = "sink") -> tuple[dict[str, Any], dict[str, Any]]:
+def run_demo(folder: Path, old_pipeline: str = "sink", value_format: str = "json",
+             ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the demo on the sandbox in `folder`; check its summary; return it and the drill's result."""
     from cutover.local.sandbox import Sandbox
 
     kind = Sandbox(folder).status()["catalog"]["kind"]  # --catalog the same as the sandbox's: it goes on
     run = cutover("demo", "--dir", str(folder), "--records", "150", "--catalog", kind, "--old-pipeline",
-                  old_pipeline, "-o", "json", timeout=1200)
+                  old_pipeline, "--format", value_format, "-o", "json", timeout=1200)
     assert run.code == 0, run.err[-3000:]
     s = run.json()
-    assert s["catalog"] == kind and s["old_pipeline"] == old_pipeline
+    assert s["catalog"] == kind and s["old_pipeline"] == old_pipeline and s["format"] == value_format
     assert s["passed"] and s["consumed_exactly_once"] and s["verify_passed"] and s["canonical_table_exactly_once"]
     assert s["verify_after_round_trip_passed"] and s["promoted_again"] and s["verify_after_second_promote_passed"]
     assert s["each_cluster_exactly_once"]

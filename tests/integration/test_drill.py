@@ -159,8 +159,17 @@ def test_the_demo_runs_the_full_migration_and_sums_it_up(sandbox: Sandbox) -> No
                     "SASL, with the SQLite catalog (pytest -m production: test_three_brokers.py); PostgreSQL's "
                     "catalog is Iceberg's JdbcCatalog as SQLite's is, and test_handover's lake test runs on it")
 
-    s, result = run_demo(sandbox.dir)
+    # Here on Avro with the sandbox's two registries (JSON on three brokers): the values through the
+    # registries, the sink with Apicurio's Avro converter, the registry moved at promote and back at rollback.
+    had = "registry" in sandbox.status()
+    try:
+        s, result = run_demo(sandbox.dir, value_format="avro")
+    finally:
+        if not had:  # the session's other tests get the sandbox (and its plan) back without registries
+            sandbox.remove_registries()
     assert result["steps"][12]["detail"]["carried_back"] == s["carried_back"]
+    promote = next(st for st in result["steps"] if st["name"].startswith("promote"))["detail"]
+    assert "sync-registry" in json.dumps(promote) and "open-registry" in json.dumps(promote), promote
 
 
 def test_a_manual_step_waits_for_confirmation_without_auto(sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
