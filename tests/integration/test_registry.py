@@ -467,3 +467,36 @@ def test_the_sampling_audit_reads_every_window_of_a_long_partition(
     run = cutover("registry", "audit", "--plan", str(mirror_plan), "-o", "json", "--timeout", "20")
     assert run.code == 0, run.err
     assert (run.json()["records"], run.json()["mode"]) == (audit.SAMPLE_PER_PARTITION, "sample")
+
+
+def test_a_sync_cut_short_by_the_registry_dying_finishes_exactly_when_run_again(
+        sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path) -> None:
+    """The target registry SIGKILLed: the sync fails, named (exit 5). A sync that had written part of its
+    versions (here: the first two, as a kill between two writes leaves it) finishes with the rest on the
+    re-run, each under its id, and a third run has nothing to do."""
+    plan = load_plan(sandbox.plan_file)
+    topic = f"{ns}.cut"
+    create_topic(plan.cluster("old"), topic)
+    client = SchemaRegistryClient({"url": registries["old"]})
+    for i, schema in enumerate((V1, V2, V3, {**V3, "fields": [*V3["fields"], {"name": "x", "type": "int",
+                                                                                "default": 0}]})):
+        client.register_schema(f"{topic}-value", Schema(json.dumps({**schema, "name": f"Cut{i // 10}"}), "AVRO"))
+    mirror_plan = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    old_reg = RegistryClient("old", {"url": registries["old"]})
+    new_reg = RegistryClient("new", {"url": registries["new"]})
+    versions = [old_reg.version(f"{topic}-value", v) for v in old_reg.versions(f"{topic}-value")]
+    assert len(versions) == 4
+    sandbox.stop_registry(kill=True, side="new")
+    try:
+        dead = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute", "--timeout", "3")
+        assert dead.code == 5 and "the new schema registry (http://127.0.0.1:" in dead.err, dead.err
+        assert "did not answer" in dead.err and new_reg.base in dead.err
+    finally:
+        assert cutover("local", "start", "registry", "--dir", str(sandbox.dir)).code == 0
+    apicurio.import_versions(new_reg, [v for v in versions[:2] if v is not None], {})  # what a cut-short run wrote
+    rerun = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute", "-o", "json")
+    assert rerun.code == 0, rerun.err
+    assert (rerun.json()["copied"], rerun.json()["present"]) == (2, 2)
+    assert [new_reg.version(f"{topic}-value", v.version).id for v in versions if v] == [v.id for v in versions if v]
+    third = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute", "-o", "json")
+    assert third.code == 0 and (third.json()["copied"], third.json()["present"]) == (0, 4)
