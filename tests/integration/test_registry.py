@@ -500,3 +500,39 @@ def test_a_sync_cut_short_by_the_registry_dying_finishes_exactly_when_run_again(
     assert [new_reg.version(f"{topic}-value", v.version).id for v in versions if v] == [v.id for v in versions if v]
     third = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute", "-o", "json")
     assert third.code == 0 and (third.json()["copied"], third.json()["present"]) == (0, 4)
+
+
+def test_a_schema_that_references_another_subject_moves_with_it_and_decodes(
+        sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path, spark: Any) -> None:
+    from confluent_kafka.schema_registry import SchemaReference
+
+    plan = load_plan(sandbox.plan_file)
+    old = plan.cluster("old")
+    topic = f"{ns}.people"
+    create_topic(old, topic)
+    client = SchemaRegistryClient({"url": registries["old"]})
+    address = {"type": "record", "name": "Address", "namespace": f"{ns}.shop",
+               "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "string"}]}
+    person = {"type": "record", "name": "Person", "namespace": f"{ns}.shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "home", "type": f"{ns}.shop.Address"}]}
+    # The referenced subject is not a topic's: the sync takes it because Person's version references it.
+    client.register_schema(f"{ns}-address", Schema(json.dumps(address), "AVRO"))
+    ser = AvroSerializer(client, Schema(json.dumps(person), "AVRO", [SchemaReference(
+        f"{ns}.shop.Address", f"{ns}-address", 1)]), conf={"auto.register.schemas": True})
+    people = [{"id": i, "home": {"city": f"city-{i}", "zip": f"{1000 + i}"}} for i in range(6)]
+    produce(old, topic, [{"value": ser(p, SerializationContext(topic, MessageField.VALUE))} for p in people])
+    mirror_plan = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    _mirror(mirror_plan)
+    done = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute", "-o", "json")
+    assert done.code == 0, done.err
+    moved = [(v["subject"], v["action"]) for v in done.json()["versions"]]
+    assert moved == [(f"{ns}-address", "copy"), (f"{topic}-value", "copy")]  # the reference first
+    audit = cutover("registry", "audit", "--plan", str(mirror_plan), "--all", "-o", "json")
+    assert audit.code == 0 and audit.json()["records"] == 6, audit.err
+    pairs = [{"topic": topic, "old": f"{ns}.old_people", "new": f"{ns}.people", "format": "avro",
+              "writer_offsets": "group", "writer_group": "x"}]
+    summary = shadow(shadow_plan(mirror_plan, ns, tmp_path, pairs), start="earliest")
+    assert (summary.tables[0].rows, summary.tables[0].dead_letters) == (6, 0)
+    got = sorted(({"id": r["id"], "home": r["home"]} for r in rows(load_plan(tmp_path / f"{ns}.yaml"),
+                                                                 f"{ns}.people")), key=lambda r: r["id"])
+    assert got == people
