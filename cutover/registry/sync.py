@@ -296,17 +296,24 @@ def _confirm(target: RegistryClient, v: Version, failure: CutoverError | None) -
                                "the ids moved: its import skips what collides); see the registry's log")
 
 
-def release(plan: Plan, target: RegistryClient, subjects: Iterable[str], mode: str = "READWRITE") -> list[str]:
-    """Take the moved subjects out of IMPORT mode on `target`, so that its producers can register."""
+def release(source: RegistryClient, target: RegistryClient, subjects: Iterable[str]) -> list[str]:
+    """Take the moved subjects out of IMPORT mode on `target`, into the mode each has on the source
+    (READWRITE unless the source says otherwise), so that its producers can register."""
     changed = []
     for s in subjects:
         if target.mode(s) == IMPORT:
-            target.set_mode(mode, s)
+            target.set_mode(_writable(source.mode(s)), s)
             changed.append(s)
     if target.mode() == IMPORT:
-        target.set_mode(mode)
+        target.set_mode(_writable(source.mode()))
         changed.append("(global)")
     return changed
+
+
+def _writable(mode: str | None) -> str:
+    """The mode a target takes after its import: the source's own, but never IMPORT (a source that was
+    itself the target of an earlier move may still say so)."""
+    return mode if mode and mode != IMPORT else "READWRITE"
 
 
 def render(sync: SyncPlan) -> str:

@@ -69,8 +69,8 @@ def final(plan: Plan, direction: str, timeout: float) -> Detail:
     if done.refusals:
         raise Refused("registry sync refused: " + "; ".join(done.refusals),
                       fix="the target registry must not hold other schemas under the ids moved")
-    _source, target = sync_mod.clients(plan, timeout, _reverse(direction))
-    opened = sync_mod.release(plan, target, done.subjects)
+    source, target = sync_mod.clients(plan, timeout, _reverse(direction))
+    opened = sync_mod.release(source, target, done.subjects)
     return {"copied": len(done.copied), "method": done.method, "writable": opened}
 
 
