@@ -206,13 +206,17 @@ def down_cmd(folder: Path | None, fmt: Format, purge: bool) -> None:
 @output_option
 @click.option("--kill", is_flag=True, help="SIGKILL instead of a clean shutdown (a crash, for drills).")
 @_broker_option
-def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: int | None) -> None:
-    """Stop one cluster (or one broker of it), the catalog server or storage, keeping its data, or the
-    Kafka Connect worker."""
+@click.option("--on", "on", type=click.Choice(["old", "new"]), default=None,
+              help="registry: only the registry of this cluster (default: both).")
+def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: int | None, on: str | None) -> None:
+    """Stop one cluster (or one broker of it), the catalog server or storage, keeping its data, the
+    Kafka Connect worker, or the schema registries (--on: one of them)."""
+    if on is not None and cluster != "registry":
+        raise click.UsageError(f"--on is for the registry, not the {cluster}; leave it out")
     if cluster in ("catalog", "storage", "connect", "registry"):
         _no_broker(cluster, node)
         sandbox = _sandbox(folder)
-        done = sandbox.stop_connect(kill) if cluster == "connect" else sandbox.stop_registry(kill) \
+        done = sandbox.stop_connect(kill) if cluster == "connect" else sandbox.stop_registry(kill, on) \
             if cluster == "registry" else sandbox.stop_part(cluster, kill)
         word = "killed" if done["killed"] and done["was_running"] else "stopped" if done["was_running"] \
             else "was not running"
