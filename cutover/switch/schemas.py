@@ -45,12 +45,18 @@ def refusal(plan: Plan, direction: str, timeout: float) -> str | None:
     return None
 
 
-def prepare(plan: Plan, direction: str, timeout: float) -> Detail:
-    """Before the freeze: sync every schema, then (promote) audit the new cluster's records."""
+def _synced(plan: Plan, direction: str, timeout: float) -> sync_mod.SyncPlan:
+    """The sync carried out; a refusal (a clash that came after the precondition held) stops the step."""
     done = sync_mod.run(plan, True, timeout, _reverse(direction))
     if done.refusals:
         raise Refused("registry sync refused: " + "; ".join(done.refusals),
                       fix="the target registry must not hold other schemas under the ids moved")
+    return done
+
+
+def prepare(plan: Plan, direction: str, timeout: float) -> Detail:
+    """Before the freeze: sync every schema, then (promote) audit the new cluster's records."""
+    done = _synced(plan, direction, timeout)
     detail: Detail = {"copied": len(done.copied), "present": len(done.moves) - len(done.to_copy),
                       "method": done.method, "subjects": list(done.subjects)}
     if not _reverse(direction):
@@ -65,10 +71,7 @@ def prepare(plan: Plan, direction: str, timeout: float) -> Detail:
 
 def final(plan: Plan, direction: str, timeout: float) -> Detail:
     """Within the freeze: sync what was registered since, then open the target's moved subjects for writes."""
-    done = sync_mod.run(plan, True, timeout, _reverse(direction))
-    if done.refusals:
-        raise Refused("registry sync refused: " + "; ".join(done.refusals),
-                      fix="the target registry must not hold other schemas under the ids moved")
+    done = _synced(plan, direction, timeout)
     source, target = sync_mod.clients(plan, timeout, _reverse(direction))
     opened = sync_mod.release(source, target, done.subjects)
     return {"copied": len(done.copied), "method": done.method, "writable": opened}
