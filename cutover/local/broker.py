@@ -373,3 +373,13 @@ def tail(file: Path, offset: int) -> str:
     with open(file, "rb") as f:
         f.seek(offset)
         return f.read().decode(errors="replace")
+
+
+def password_var(side: str, user: str) -> str:
+    """The sandbox's secrets.env variable that holds a SCRAM user's password on one cluster."""
+    return f"CUTOVER_SANDBOX_{side.upper()}_{user.upper()}_PASSWORD"
+
+
+def has_started_before(spec: BrokerSpec) -> bool:
+    """A broker that ran before is known to clients by its port: do not move it."""
+    return spec.log_file.exists() and started(spec.log_file.read_text(errors="replace"))

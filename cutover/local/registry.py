@@ -58,6 +58,11 @@ class RegistryState:
     port: int
     pid: int | None = None
 
+    @classmethod
+    def load_all(cls, raw: dict[str, Any] | None) -> dict[str, RegistryState] | None:
+        """The registries of a sandbox's state file (None: it runs none)."""
+        return {side: cls(**r) for side, r in raw.items()} if raw else None
+
 
 @dataclass(frozen=True)
 class RegistrySpec:
@@ -166,6 +171,11 @@ class RegistryServers:
             self._save(state)
             self._write_plan(state)  # type: ignore[attr-defined]
             return {"part": "registry", "was_running": was, "removed": True}
+
+    def _registry_plan(self, state: Any) -> dict[str, Any]:
+        """The generated plan's registry section, when the sandbox runs registries."""
+        described = self._describe_registries(state)
+        return {"registry": {side: {"url": r["url"]} for side, r in described.items()}} if described else {}
 
     def _describe_registries(self, state: Any) -> dict[str, Any]:
         if state.registries is None:
