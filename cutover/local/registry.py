@@ -91,8 +91,10 @@ class RegistrySpec:
 def start(spec: RegistrySpec) -> int:
     jar = ensure_built()
     spec.folder.mkdir(parents=True, exist_ok=True)
+    # WRITE_DELAY=0: H2 flushes each commit at once (its default waits up to 0.5 s), so a registry killed
+    # right after a registration keeps it, as the registry of a real cluster would.
     settings = {"quarkus.http.host": "127.0.0.1", "quarkus.http.port": str(spec.port),
-                "quarkus.datasource.jdbc.url": f"jdbc:h2:file:{spec.folder / 'data' / 'registry'}",
+                "quarkus.datasource.jdbc.url": f"jdbc:h2:file:{spec.folder / 'data' / 'registry'};WRITE_DELAY=0",
                 "quarkus.log.console.level": "INFO"}
     spec.config_file.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     cmd = [jvm.java(), "-Xms64m", "-Xmx384m", f"-Dcutover.sandbox.config={spec.config_file}",
