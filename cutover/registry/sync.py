@@ -179,8 +179,8 @@ def _decide(source: RegistryClient, target: RegistryClient,
                 held[n] = got
         target_versions[subject] = held
         live = set(target.versions(subject))  # a soft-deleted version the source never had is only reported
-        extra = sorted(n for n in held if n in live and n not in source_versions
-                       and n not in source.versions(subject, True))
+        everywhere = set(source.versions(subject, True))  # asked once, not per version held
+        extra = sorted(n for n in held if n in live and n not in source_versions and n not in everywhere)
         if extra:
             refusals.append(f"subject {subject} has version(s) {', '.join(map(str, extra))} on {target.describe()} "
                             f"that {source.describe()} lacks (ids "
@@ -208,13 +208,10 @@ def _decide(source: RegistryClient, target: RegistryClient,
 def _compatibility(source: RegistryClient, target: RegistryClient,
                    subjects: list[str]) -> list[tuple[str | None, str, str | None]]:
     out: list[tuple[str | None, str, str | None]] = []
-    top = source.compatibility()
-    if top and top != target.compatibility():
-        out.append((None, top, target.compatibility()))
-    for s in subjects:
-        level = source.compatibility(s)
-        if level and level != target.compatibility(s):
-            out.append((s, level, target.compatibility(s)))
+    for subject in (None, *subjects):
+        level, held = source.compatibility(subject), target.compatibility(subject)
+        if level and level != held:
+            out.append((subject, level, held))
     return out
 
 

@@ -186,6 +186,8 @@ class FramedPart:
     #: what a field a writer lacks reads as (tables[].missing_fields)
     fill: str = "default"
     ids: set[int] = field(default_factory=set)
+    #: (reader schema, its Spark type)
+    _typed: tuple[str, Any] | None = None
 
     def refresh(self, ids: list[int]) -> None:
         """Know the writer schemas of these ids; widen the reader schema to read them all."""
@@ -208,19 +210,25 @@ class FramedPart:
                 self.reader = latest.text
 
     def spark_type(self, spark: SparkSession) -> Any:
-        """The Spark type the reader schema decodes to (a struct)."""
+        """The Spark type the reader schema decodes to (a struct), worked out once per reader schema (for
+        Avro it asks Spark to plan a query: several times a batch otherwise)."""
+        if self.reader is None:
+            return None
+        if self._typed is None or self._typed[0] != self.reader:
+            self._typed = (self.reader, self._spark_type(spark, self.reader))
+        return self._typed[1]
+
+    def _spark_type(self, spark: SparkSession, reader: str) -> Any:
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
-        if self.reader is None:
-            return None
         if self.fmt == "avro":
-            return spark.range(0).select(from_avro(F.lit(b""), self.reader).alias("v")).schema["v"].dataType
+            return spark.range(0).select(from_avro(F.lit(b""), reader).alias("v")).schema["v"].dataType
         if self.fmt == "json-schema":
-            return _json_schema_struct(json.loads(self.reader))
+            return _json_schema_struct(json.loads(reader))
         from cutover.shadow import protobuf
 
-        return protobuf.struct_of(self.reader)
+        return protobuf.struct_of(reader)
 
     def decode(self, spark: SparkSession, col: str, ids: list[int]) -> tuple[Column, Column]:
         """(decoded struct, error) for the framed column `col`."""
