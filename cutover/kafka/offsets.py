@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -71,14 +72,49 @@ def again_while_transient(call: Callable[[], T], timeout: float, pause: Callable
             pause()
 
 
-def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[], dict], doing: str,  # type: ignore[type-arg]
-             timeout: float) -> dict:  # type: ignore[type-arg]
-    """Issue an admin call and wait for all its futures, again while the answers are transient."""
-    try:
-        return again_while_transient(lambda: {k: f.result(timeout=timeout + 5) for k, f in call().items()},
-                                     timeout, lambda: client.poll(0.2))  # back off while serving callbacks
-    except (KafkaException, concurrent.futures.TimeoutError) as exc:
-        raise ref.failure(exc, doing, client) from None
+#: Answers that a group's coordinator moved. librdkafka's admin client caches each group's
+#: coordinator until the entry goes unused for metadata.max.age.ms (15 min) and does not drop it
+#: on these answers, so asking the same client again asks the same broker again: a CI run saw
+#: DescribeConsumerGroups answer NOT_COORDINATOR for its whole timeout on three brokers after
+#: restarts. A new client looks the coordinator up afresh.
+_COORDINATOR_MOVED = frozenset({KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE})
+
+
+#: Clients that were told the coordinator moved, or timed out: never asked anything again. Besides
+#: the stale coordinator, librdkafka 2.16 was seen here to crash (SIGSEGV in its main thread) on a
+#: ListConsumerGroupOffsets through a client whose DescribeConsumerGroups had just been answered
+#: NOT_COORDINATOR. A caller's client that lands here is replaced in its later calls too.
+_STALE: weakref.WeakSet[AdminClient] = weakref.WeakSet()
+
+
+def coordinator_moved(err: Any) -> bool:
+    return isinstance(err, KafkaError) and err.code() in _COORDINATOR_MOVED
+
+
+def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[AdminClient, float], dict],  # type: ignore[type-arg]
+             doing: str, timeout: float) -> dict:  # type: ignore[type-arg]
+    """Issue an admin call, `call(client, request_timeout)`, and wait for all its futures, again
+    while the answers are transient, for up to `timeout` seconds. An attempt waits at most a third
+    of that (10 s at least); an attempt that timed out, or was told the coordinator moved, is made
+    again on a new client (the old one may hold a stale coordinator or connection: a client whose
+    coordinator restarted was seen to time out, not answer, for its whole timeout)."""
+    deadline = time.monotonic() + timeout
+    per_attempt = max(10.0, timeout / 3)
+    client = admin(ref) if client in _STALE else client
+    while True:
+        wait = max(1.0, min(per_attempt, deadline - time.monotonic()))
+        try:
+            return {k: f.result(timeout=wait + 5) for k, f in call(client, wait).items()}
+        except (KafkaException, concurrent.futures.TimeoutError) as exc:
+            err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+            stuck = not isinstance(err, KafkaError) or coordinator_moved(err) or err.code() == KafkaError._TIMED_OUT
+            if time.monotonic() >= deadline or not (stuck or transient(err)):
+                raise ref.failure(exc, doing, client) from None
+            if stuck:
+                _STALE.add(client)
+                client = admin(ref)
+            else:
+                client.poll(0.2)  # back off while serving callbacks
 
 
 def committed_records(ref: ClusterRef, start: Iterable[tuple[str, int, int]], doing: str,
@@ -120,9 +156,9 @@ def log_offsets(ref: ClusterRef, tps: Iterable[TP], which: str = "end",
     admin_client = client if client is not None else admin(ref, warm_for=timeout)  # an idle one is falsy
     spec = OffsetSpec.earliest() if which == "start" else OffsetSpec.latest()  # type: ignore[no-untyped-call]
     isolation = IsolationLevel.READ_UNCOMMITTED if which == "high" else IsolationLevel.READ_COMMITTED
-    done = retrying(ref, admin_client, lambda: admin_client.list_offsets(
+    done = retrying(ref, admin_client, lambda c, wait: c.list_offsets(
         {TopicPartition(t, p): spec for t, p in tps}, isolation_level=isolation,
-        request_timeout=timeout), f"listing the {which} offsets", timeout)
+        request_timeout=wait), f"listing the {which} offsets", timeout)
     return {(tp.topic, tp.partition): info.offset for tp, info in done.items()}
 
 
@@ -152,13 +188,12 @@ def groups_info(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_TIM
     c = client if client is not None else admin(ref)
     desc = _describe(ref, c, groups, timeout)
 
-    clients = _spread(ref, c, len(groups))
-
-    def reads() -> dict:  # type: ignore[type-arg]
+    def reads(first: AdminClient, wait: float) -> dict:  # type: ignore[type-arg]
+        clients = _spread(ref, first, len(groups))
         futures = {}
         for i, g in enumerate(groups):  # the protocol reads one group per request: send them all, then wait
             futures.update(clients[i % len(clients)].list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(g)], request_timeout=timeout))
+                [ConsumerGroupTopicPartitions(g)], request_timeout=wait))
         return futures
 
     listings = retrying(ref, c, reads, f"reading the offsets of consumer group(s) {', '.join(groups[:5])}", timeout)
@@ -179,7 +214,7 @@ def group_members(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_T
 
 
 def _describe(ref: ClusterRef, client: AdminClient, groups: list[str], timeout: float) -> dict:  # type: ignore[type-arg]
-    return retrying(ref, client, lambda: client.describe_consumer_groups(list(groups), request_timeout=timeout),
+    return retrying(ref, client, lambda c, wait: c.describe_consumer_groups(list(groups), request_timeout=wait),
                     f"describing consumer group(s) {', '.join(groups[:5])}", timeout)
 
 
@@ -203,16 +238,17 @@ def commit_groups(ref: ClusterRef, offsets: Mapping[str, dict[TP, int]], timeout
     """
     client = client if client is not None else admin(ref)
     todo = {g: dict(o) for g, o in offsets.items() if o}
-    clients = _spread(ref, client, len(todo))
     refusals: dict[str, OffsetCommitRefused] = {}
     deadline = time.monotonic() + timeout
     while todo:
-        def send(todo: dict[str, dict[TP, int]] = todo) -> dict:  # type: ignore[type-arg]
+        def send(first: AdminClient, wait: float,
+                 todo: dict[str, dict[TP, int]] = todo) -> dict:  # type: ignore[type-arg]
+            clients = _spread(ref, first, len(todo))
             futures = {}
             for i, (g, offs) in enumerate(todo.items()):
                 tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offs.items())]
                 futures.update(clients[i % len(clients)].alter_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(g, tps)], request_timeout=timeout))
+                    [ConsumerGroupTopicPartitions(g, tps)], request_timeout=wait))
             return futures
 
         done = retrying(ref, client, send, f"committing the offsets of group(s) {', '.join(list(todo)[:5])}",
@@ -226,6 +262,9 @@ def commit_groups(ref: ClusterRef, offsets: Mapping[str, dict[TP, int]], timeout
             tp, err = next(iter(sorted(refused.items())))
             if transient(err) and time.monotonic() <= deadline:
                 again[g] = {tp: o for tp, o in todo[g].items() if tp in refused}
+                if coordinator_moved(err):
+                    _STALE.add(client)
+                    client = admin(ref)
             else:
                 refusals[g] = OffsetCommitRefused(
                     f"{ref.describe()} refused the offsets of group {g} on {len(refused)} partition(s), e.g. "
