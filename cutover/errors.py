@@ -23,6 +23,8 @@ class ExitCode(IntEnum):
     REGISTRY_UNREACHABLE = 5
     #: A schema registry refused cutover's credentials (401, 403).
     REGISTRY_DENIED = 6
+    #: A cluster refused cutover's principal the rights to read or change ACLs, quotas or SCRAM users.
+    RIGHTS_DENIED = 7
     INTERRUPTED = 130
 
 
@@ -121,3 +123,9 @@ class RegistryMisplaced(UsageError):
 
 class RegistryRefusal(CutoverError):
     """A schema registry refused a request with an error of its API."""
+
+
+class RightsDenied(AccessDenied):
+    """A cluster refused cutover's principal a read or change of its ACLs, quotas or SCRAM users."""
+
+    exit_code = ExitCode.RIGHTS_DENIED

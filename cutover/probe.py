@@ -10,6 +10,8 @@ import concurrent.futures
 import time
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.inspect import ClusterView, view
@@ -49,6 +51,8 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
     for side in sides:
         if report[side]["reachable"]:
             findings += _rights(plan, side, list(report[side]["topics"]), _left(deadline))
+            if plan.spec.rights is not None:
+                findings += _rights_rights(plan, side, _left(deadline))
         report[side].pop("topics_all", None)
         report[side].pop("groups_all", None)
     report["findings"] = [f.as_dict() for f in findings]
@@ -72,6 +76,37 @@ def _rights(plan: Plan, side: ClusterSide, topics: list[str], timeout: float) ->
     except CutoverError:
         return []  # the cluster answered the view a moment ago; a failure here is reported by the commands
     return readiness.rights(plan, side, principal, found.topics)
+
+
+#: What `cutover rights` needs on the CLUSTER resource of each side: reading ACLs and SCRAM users
+#: (DESCRIBE), quotas and broker settings (DESCRIBE_CONFIGS); on the target also creating ACLs and SCRAM
+#: users (ALTER) and setting quotas (ALTER_CONFIGS).
+RIGHTS_NEEDED: dict[str, dict[str, str]] = {
+    "old": {"DESCRIBE": "read its ACLs and SCRAM users", "DESCRIBE_CONFIGS": "read its client quotas"},
+    "new": {"DESCRIBE": "read its ACLs and SCRAM users", "DESCRIBE_CONFIGS": "read its client quotas",
+            "ALTER": "create ACLs and SCRAM users", "ALTER_CONFIGS": "set client quotas"},
+}
+
+
+def _rights_rights(plan: Plan, side: ClusterSide, timeout: float) -> list[readiness.Finding]:
+    """What cutover's principal lacks on the cluster for `cutover rights` (KIP-430: the cluster says)."""
+    from cutover.kafka.clients import admin
+
+    ref = ClusterRef.of(plan, side)
+    client = admin(ref)
+    try:
+        described = client.describe_cluster(include_authorized_operations=True, request_timeout=timeout).result(
+            timeout=timeout + 5)
+    except (KafkaException, concurrent.futures.TimeoutError):  # it answered a moment ago: the commands name it
+        return []
+    allowed = {getattr(op, "name", str(op)) for op in (described.authorized_operations or [])}
+    if "ALL" in allowed:
+        return []  # no list at all: the broker lists them only to a principal with DESCRIBE
+    return [readiness.Finding("rights", f"cutover's principal on the {side} cluster lacks {op} on the CLUSTER "
+                              f"resource, which cutover rights needs to {why}",
+                              f"grant it: kafka-acls --add --allow-principal <cutover's principal> --operation {op} "
+                              "--cluster")
+            for op, why in RIGHTS_NEEDED[side].items() if op not in allowed]
 
 
 def exit_code(report: dict[str, Any]) -> int:

@@ -73,7 +73,7 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import drill, init, local, mirror, plan, registry, shadow, switch, verify
+    from cutover.cli import drill, init, local, mirror, plan, registry, rights, shadow, switch, verify
 
     cli.add_command(init.init_cmd)
     cli.add_command(plan.plan_group)
@@ -82,6 +82,7 @@ def _register() -> None:
     cli.add_command(mirror.mirror_group)
     cli.add_command(mirror.offsets_group)
     cli.add_command(registry.registry_group)
+    cli.add_command(rights.rights_group)
     cli.add_command(shadow.shadow_group)
     cli.add_command(verify.verify_cmd)
     cli.add_command(switch.promote_cmd)

@@ -59,6 +59,17 @@ def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
     return Plan(spec=spec, file=path)
 
 
+def variables(plan: Plan) -> dict[str, str]:
+    """The variables the plan's ${VAR}s read: its env file's, the real environment's winning."""
+    env = dict(os.environ)
+    if plan.spec.env_file:
+        env_path = Path(plan.spec.env_file).expanduser()
+        env_path = env_path if env_path.is_absolute() else plan.base_dir / env_path
+        if env_path.is_file():
+            env = {**read_env_file(env_path), **env}
+    return env
+
+
 def derive(source: Path, path: Path, merge: bool = False, **changes: Any) -> Plan:
     """Write and load a plan made from another plan file with some top-level keys replaced.
 

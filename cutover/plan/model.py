@@ -297,6 +297,70 @@ class Registry:
     sync_interval: Duration = Duration(30)
 
 
+_PRINCIPAL = re.compile(r"[A-Za-z][A-Za-z0-9]*:.+")
+_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _principals(mapping: dict[str, str]) -> str | None:
+    for old, new in mapping.items():
+        for p in (old, new):
+            if not _PRINCIPAL.fullmatch(p) or p.endswith(":*"):
+                return (f"'{p}' is not a principal of the form Type:name, e.g. User:orders-app (the wildcard "
+                        "maps to itself)")
+    if len(set(mapping.values())) != len(mapping):
+        return "two old principals map to one new principal: each needs its own, or their rights would merge"
+    return None
+
+
+def _variables(mapping: dict[str, str]) -> str | None:
+    for user, var in mapping.items():
+        if not _VAR.fullmatch(var):
+            return (f"the value given for SCRAM user {user} is not a variable name (not shown: it may be the "
+                    "password): give the name of a variable of the env file, not the password itself")
+    return None
+
+
+@dataclass(frozen=True)
+class SideRights:
+    """What no cluster reveals of how it authorizes (DescribeConfigs hides both values)."""
+
+    #: The cluster's super.users, e.g. [User:admin]: they may do everything.
+    super_users: list[str] = field(default_factory=list)
+    #: The cluster's allow.everyone.if.no.acl.found.
+    allow_if_no_acl: bool = False
+
+
+@dataclass(frozen=True)
+class Rights:
+    """How `cutover rights` carries ACLs, client quotas and SCRAM users to the new cluster, and how
+    the switch's rights-match precondition compares the two clusters' effective rights."""
+
+    #: Old principal -> its name on the new cluster, for clusters that authenticate differently (e.g.
+    #: User:CN=orders-app,OU=apps on mTLS -> User:orders-app on SASL). Unlisted principals keep their name.
+    principals: dict[str, str] = field(default_factory=dict, metadata={"check": _principals})
+    #: Whether cutover owns the rights of the selection on the new cluster: `rights apply` then also
+    #: deletes the ACLs and quotas the old cluster does not hold. Default: additive only.
+    owned: bool = False
+    #: Whether rights the new cluster grants beyond the old are allowed (still reported) rather than a
+    #: finding that blocks promote.
+    allow_extra: bool = False
+    #: SCRAM user -> the env-file variable with its password on the new cluster (a SCRAM password is
+    #: never readable from a cluster; never put the password itself in the plan).
+    scram_passwords: dict[str, str] = field(default_factory=dict, metadata={"check": _variables})
+    #: Principal (its new name) -> client properties that authenticate as it on the new cluster
+    #: (ssl.certificate.location + ssl.key.location, or sasl.username + sasl.password): the audit
+    #: proves them with a real handshake.
+    credentials: dict[str, dict[str, str]] = field(default_factory=dict)
+    old: SideRights = field(default_factory=SideRights)
+    new: SideRights = field(default_factory=SideRights)
+
+    def super_users_of(self, side: str) -> list[str]:
+        return (self.old if side == "old" else self.new).super_users
+
+    def allow_if_no_acl_of(self, side: str) -> bool:
+        return (self.old if side == "old" else self.new).allow_if_no_acl
+
+
 @dataclass(frozen=True)
 class PlanSpec:
     """What the YAML holds. `Plan` adds where it came from."""
@@ -317,6 +381,7 @@ class PlanSpec:
     routing: Routing | None = None
     switch: Switch = field(default_factory=Switch)
     registry: Registry | None = None
+    rights: Rights | None = None
 
 
 ClusterSide = Literal["old", "new"]

@@ -196,3 +196,14 @@ def registry_ids(plan: Plan, direction: str, timeout: float) -> Check:
                  "id (no other schema under a needed id)"
                  + (", and every schema id in the new cluster's records means the same schema on both registries"
                     if direction == "forward" else ""), test)
+
+
+def rights_match(plan: Plan, direction: str, timeout: float) -> Check:
+    def test() -> str | None:
+        from cutover.rights import run
+
+        return run.refusal(plan, "forward" if direction == "forward" else "reverse", timeout)
+    src, dst = ("old", "new") if direction == "forward" else ("new", "old")
+    return Check("rights-match", f"every principal of the selection may do on the {dst} cluster what it may do on "
+                 f"the {src} one, no less (and no more, unless rights.allow_extra); credentials in the plan "
+                 "authenticate", test)

@@ -54,10 +54,14 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
         out += [checks.mirror_lag(plan, opts.timeout), checks.groups_idle(plan, "old", "new", opts.timeout)]
         if plan.spec.registry is not None:
             out.append(checks.registry_ids(plan, "forward", opts.timeout))
+        if plan.spec.rights is not None:
+            out.append(checks.rights_match(plan, "forward", opts.timeout))
     elif steps.past_point_of_no_return(history):
         out.append(checks.groups_idle(plan, "new", "old", opts.timeout))
         if plan.spec.registry is not None:
             out.append(checks.registry_ids(plan, "reverse", opts.timeout))
+        if plan.spec.rights is not None:
+            out.append(checks.rights_match(plan, "reverse", opts.timeout))
     return out
 
 

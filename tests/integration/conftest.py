@@ -84,6 +84,16 @@ def shaped_sandbox(factory: pytest.TempPathFactory, name: str, *up_args: str, re
 
 
 @pytest.fixture(scope="session")
+def zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """The old cluster on ZooKeeper (Kafka 3.9.1, three brokers, SASL_SSL), the new one KRaft with
+    mTLS: test_zookeeper.py and test_zookeeper_rights.py (next to each other in a run, so it is up
+    once, for both). Set CUTOVER_TEST_ZK=DIR to reuse a sandbox of this shape that is up."""
+    with shaped_sandbox(tmp_path_factory, "zk", "--metadata", "old=zookeeper", "--brokers", "old=3", "--security",
+                        "old=sasl_ssl", "--security", "new=mtls", reuse_env="CUTOVER_TEST_ZK") as box:
+        yield box
+
+
+@pytest.fixture(scope="session")
 def sandbox_status(sandbox: Sandbox) -> dict[str, Any]:
     return sandbox.status()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,17 +17,8 @@ import pytest
 from cutover.local.sandbox import Sandbox
 from cutover.plan import load_plan
 from tests.conftest import cutover, wait_for
-from tests.integration.conftest import shaped_sandbox
 
 pytestmark = pytest.mark.production
-
-
-@pytest.fixture(scope="module")
-def zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    """Set CUTOVER_TEST_ZK=DIR to reuse a sandbox of this shape that is up (it is left running)."""
-    with shaped_sandbox(tmp_path_factory, "zk", "--metadata", "old=zookeeper", "--brokers", "old=3", "--security",
-                        "old=sasl_ssl", "--security", "new=mtls", reuse_env="CUTOVER_TEST_ZK") as box:
-        yield box
 
 
 def test_status_shows_the_zookeeper_and_the_brokers_use_it(zk: Sandbox) -> None:

@@ -67,7 +67,7 @@ def test_help_lists_only_working_commands(capsys: pytest.CaptureFixture[str]) ->
     assert code == 0
     listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.startswith("  ")]
     assert listed == ["demo", "drill", "init", "jars", "local", "mirror", "offsets", "plan", "promote", "registry",
-                      "rollback", "shadow", "status", "verify"]
+                      "rights", "rollback", "shadow", "status", "verify"]
 
 
 def test_local_status_without_a_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,6 +52,18 @@ def test_sample_plan_is_valid(tmp_path: Path) -> None:
     assert plan.cluster("old")["sasl.password"] == "p1"
     assert plan.spec.catalog is not None and plan.spec.catalog.properties["s3.secret-access-key"] == "sk"
     assert plan.spec.registry is not None and plan.spec.registry.old["basic.auth.user.info"] == "reader:p4"
+    assert plan.spec.rights is not None and plan.spec.rights.principals == {
+        "User:CN=orders-app,OU=apps": "User:orders-app"}
+    assert plan.spec.rights.super_users_of("new") == ["User:admin"]
+
+
+def test_rights_refuse_a_password_in_place_of_its_variable_and_a_merging_principal_map(tmp_path: Path) -> None:
+    text = MINIMAL + ("rights:\n  scram_passwords: {billing: 'hunter2!'}\n"
+                      "  principals: {'User:a': 'User:c', 'User:b': 'User:c'}\n")
+    found = problems(tmp_path, text)
+    assert any("is not a variable name (not shown: it may be the password)" in p for p in found), found
+    assert not any("hunter2" in p for p in found), found
+    assert any("two old principals map to one new principal" in p for p in found), found
 
 
 def test_missing_required_key_names_file_line_path_and_fix(tmp_path: Path) -> None:

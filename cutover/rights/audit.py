@@ -1,0 +1,112 @@
+"""`cutover rights audit`: the effective rights on both clusters, principal by principal, for every
+selected resource and operation, computed with the authorizer's rules (authorizer.py), and the
+differences: **missing** (allowed on the source, denied on the target: blocks the switch) and
+**extra** (allowed on the target only: a security finding, blocking unless the plan allows
+extras). Where the plan gives a principal's credentials, a real handshake proves them.
+
+The resources: the selected topics and groups, the group and transactional-id names the scope's
+ACLs name (a prefixed pattern stands for a name of its own prefix), and the cluster. The
+principals: those of the scope on either side, and any other principal (the wildcard, `User:*`,
+which stands for a principal no ACL names). Hosts: an ACL for one host counts only for that
+host, so the audit asks for a client from any host (`*`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from cutover.rights.authorizer import WILDCARD, WILDCARD_PRINCIPAL, Acl
+from cutover.rights.diff import Selected, in_scope
+from cutover.rights.inventory import Inventory
+
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "TOPIC": ("READ", "WRITE", "DESCRIBE", "CREATE", "DELETE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"),
+    "GROUP": ("READ", "DESCRIBE", "DELETE"),
+    "TRANSACTIONAL_ID": ("WRITE", "DESCRIBE"),
+    "CLUSTER": ("IDEMPOTENT_WRITE", "DESCRIBE", "CREATE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+                "CLUSTER_ACTION"),
+}
+CLUSTER_NAME = "kafka-cluster"
+#: Client properties that say who a client is: replaced by a principal's own credentials.
+IDENTITY_KEYS = ("sasl.username", "sasl.password", "sasl.jaas.config", "ssl.certificate.location",
+                 "ssl.key.location", "ssl.key.password", "ssl.certificate.pem", "ssl.key.pem",
+                 "ssl.keystore.location", "ssl.keystore.password")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: Literal["missing", "extra", "credentials"]
+    #: the principal on the source, and on the target
+    principal: str
+    target_principal: str
+    resource_type: str = ""
+    resource: str = ""
+    operation: str = ""
+    #: what decided, on the source and on the target
+    source_rule: str = ""
+    target_rule: str = ""
+
+    def describe(self) -> str:
+        who = self.principal if self.principal == self.target_principal else \
+            f"{self.principal} ({self.target_principal} on the target)"
+        if self.kind == "credentials":
+            return f"{who}: its credentials do not authenticate on the target: {self.target_rule}"
+        verb = "may no longer" if self.kind == "missing" else "may newly"
+        return (f"{who} {verb} {self.operation} {self.resource_type} '{self.resource}' "
+                f"(source: {self.source_rule}; target: {self.target_rule})")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "principal": self.principal, "target_principal": self.target_principal,
+                "resource_type": self.resource_type, "resource": self.resource, "operation": self.operation,
+                "source": self.source_rule, "target": self.target_rule}
+
+
+def resources(selected: Selected, acls: Iterable[Acl]) -> list[tuple[str, str]]:
+    out = {("TOPIC", t) for t in selected.topics} | {("GROUP", g) for g in selected.groups}
+    out |= {(a.resource_type, a.name) for a in acls
+            if a.resource_type in ("GROUP", "TRANSACTIONAL_ID") and a.name != WILDCARD}
+    out.add(("CLUSTER", CLUSTER_NAME))
+    return sorted(out)
+
+
+def compare(source: Inventory, target: Inventory, selected: Selected,
+            principal_map: Mapping[str, str]) -> tuple[list[Finding], dict[str, int]]:
+    """The findings, and how many (principal, resource, operation) decisions were compared."""
+    scope = in_scope(source.acls, selected)
+    mapped = {a.principal: principal_map.get(a.principal, a.principal) for a in scope}
+    target_scope = in_scope(target.acls, selected, mapped.values())
+    inverse = {new: old for old, new in principal_map.items()}
+    principals = set(mapped) | {inverse.get(a.principal, a.principal) for a in target_scope} | {WILDCARD_PRINCIPAL}
+    findings: list[Finding] = []
+    compared = 0
+    for principal in sorted(principals):
+        other = principal_map.get(principal, principal)
+        for rtype, name in resources(selected, [*scope, *target_scope]):
+            for op in OPERATIONS[rtype]:
+                compared += 1
+                was = source.authorizer.authorize(principal, op, rtype, name)
+                now = target.authorizer.authorize(other, op, rtype, name)
+                if was.allowed != now.allowed:
+                    findings.append(Finding("missing" if was.allowed else "extra", principal, other, rtype, name,
+                                            op, was.rule, now.rule))
+    return findings, {"principals": len(principals), "decisions": compared}
+
+
+def prove(target_props: Mapping[str, str], credentials: Mapping[str, Mapping[str, str]],
+          timeout: float) -> list[Finding]:
+    """A real authentication on the target for each principal with credentials in the plan."""
+    findings = []
+    for principal, creds in sorted(credentials.items()):
+        props = {k: v for k, v in target_props.items() if k not in IDENTITY_KEYS}
+        props.update(creds)
+        client = AdminClient({**props, "socket.timeout.ms": int(timeout * 1000)})
+        try:
+            client.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            findings.append(Finding("credentials", principal, principal, target_rule=exc.args[0].str()))
+    return findings
