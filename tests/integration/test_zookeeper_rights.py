@@ -14,6 +14,8 @@ Marked `production`: it shares test_zookeeper.py's sandbox (conftest's `zk`).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -237,9 +239,21 @@ def test_rights_move_with_the_workload_and_the_promote_waits_for_them(world: Wor
     dry = cutover("rights", "apply", "--plan", world.plan_file, "--dry-run", "-o", "json")
     assert dry.code == 0, dry.err
     assert world.acls("new") == new_acls, "a dry run changed the new cluster's ACLs"
+    # Killed once it has created the ACLs (before the quotas and the SCRAM user), then run again.
+    killed = subprocess.Popen([sys.executable, "-m", "cutover", "rights", "apply", "--plan", world.plan_file,
+                               "--execute"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert killed.stderr is not None
+    first = ""
+    while not first.startswith("created "):
+        first = killed.stderr.readline()
+        assert first or killed.poll() is None, "rights apply ended before it created anything"
+    killed.kill()
+    killed.wait(30)
     applied = cutover("rights", "apply", "--plan", world.plan_file, "--execute", "-o", "json")
     assert applied.code == 0, applied.err
-    assert len(applied.json()["applied"]["created"]) == len(dry.json()["would"]["create"]) > 10
+    would = dry.json()["would"]["create"]
+    assert len(would) > 10 and set(applied.json()["applied"]["created"]) < set(would)
+    assert f"SCRAM user {world.users['quota']} (SCRAM-SHA-256, 8192 iterations)" in applied.json()["applied"]["created"]
     again = cutover("rights", "apply", "--plan", world.plan_file, "--execute", "-o", "json")
     assert again.code == 0 and again.json()["applied"] == {"created": [], "deleted": []}, again.out
     audit = cutover("rights", "audit", "--plan", world.plan_file, "-o", "json")
@@ -282,7 +296,16 @@ def test_rights_move_with_the_workload_and_the_promote_waits_for_them(world: Wor
         world.change_acls("new", create=[extra])
         found = cutover("rights", "audit", "--plan", world.plan_file, "-o", "json")
         assert (u["consumer"], "TOPIC", f"{ns}.orders", "WRITE") in _findings(found, "extra")
-        world.change_acls("new", delete=[extra])
+        # Deleted only where the plan says cutover owns the new cluster's rights; the dry run shows it.
+        owned = derive(world.plan.file, world.plan.file.with_name("owned.yaml"), merge=True, rights={"owned": True})
+        shown = cutover("rights", "apply", "--plan", str(owned.file), "--dry-run", "-o", "json")
+        assert shown.json()["would"] == {"create": [group_acl.describe()], "delete": [extra.describe()]}
+        assert extra in world.acls("new")
+        additive = cutover("rights", "apply", "--plan", world.plan_file, "--dry-run", "-o", "json")
+        assert additive.json()["would"]["delete"] == []
+        gone = cutover("rights", "apply", "--plan", str(owned.file), "--execute", "-o", "json")
+        assert gone.json()["applied"] == {"created": [group_acl.describe()], "deleted": [extra.describe()]}, gone.out
+        assert extra not in world.acls("new") and group_acl in world.acls("new")
 
         # An ACL added on old while the mirror runs shows in the next audit; apply is safe to run again.
         late = _acl("TOPIC", f"{ns}.payments", u["quota"], "DESCRIBE_CONFIGS")
@@ -291,14 +314,17 @@ def test_rights_move_with_the_workload_and_the_promote_waits_for_them(world: Wor
         assert (u["quota"], "TOPIC", f"{ns}.payments", "DESCRIBE_CONFIGS") in _findings(later, "missing")
         healed = cutover("rights", "apply", "--plan", world.plan_file, "--execute", "-o", "json")
         assert healed.code == 0, healed.err
-        assert sorted(healed.json()["applied"]["created"]) == sorted(
-            [group_acl.describe(), _acl("TOPIC", f"{ns}.payments", n["quota"], "DESCRIBE_CONFIGS").describe()])
+        assert healed.json()["applied"]["created"] == [
+            _acl("TOPIC", f"{ns}.payments", n["quota"], "DESCRIBE_CONFIGS").describe()]
 
         dry_promote = cutover("promote", "--plan", world.plan_file, "--dry-run", "-o", "json", timeout=300)
         checks = {c["name"]: c for c in dry_promote.json()["checks"]}
         assert checks["rights-match"]["passed"], checks["rights-match"]
         promoted = cutover("promote", "--plan", world.plan_file, "--execute", "-o", "json", timeout=600)
         assert promoted.code == 0, promoted.out + promoted.err
+        back = cutover("rollback", "--plan", world.plan_file, "--dry-run", "-o", "json", timeout=300)
+        reverse = {c["name"]: c for c in back.json()["checks"]}["rights-match"]
+        assert reverse["passed"] and "on the old cluster what it may do on the new one" in reverse["expects"], reverse
     finally:
         mirror.terminate()
         mirror.wait(120)
@@ -320,9 +346,6 @@ def test_rights_move_with_the_workload_and_the_promote_waits_for_them(world: Wor
 
 
 def cutover_background(world: World) -> Any:
-    import subprocess
-    import sys
-
     return subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", world.plan_file],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
