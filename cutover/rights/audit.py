@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient
 from cutover.rights.authorizer import WILDCARD, WILDCARD_PRINCIPAL, Acl
 from cutover.rights.diff import Selected, in_scope
 from cutover.rights.inventory import Inventory
+from cutover.secrets import scrub
 
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "TOPIC": ("READ", "WRITE", "DESCRIBE", "CREATE", "DELETE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"),
@@ -104,9 +105,11 @@ def prove(target_props: Mapping[str, str], credentials: Mapping[str, Mapping[str
     for principal, creds in sorted(credentials.items()):
         props = {k: v for k, v in target_props.items() if k not in IDENTITY_KEYS}
         props.update(creds)
-        client = AdminClient({**props, "socket.timeout.ms": int(timeout * 1000)})
-        try:
+        try:  # a key that does not match its certificate fails here, when the client is made
+            client = AdminClient({**props, "socket.timeout.ms": int(timeout * 1000)})
             client.list_topics(timeout=timeout)
         except KafkaException as exc:
-            findings.append(Finding("credentials", principal, principal, target_rule=exc.args[0].str()))
+            err = exc.args[0]
+            findings.append(Finding("credentials", principal, principal,
+                                    target_rule=scrub(err.str() if hasattr(err, "str") else str(err))))
     return findings

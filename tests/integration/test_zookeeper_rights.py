@@ -259,6 +259,11 @@ def test_rights_move_with_the_workload_and_the_promote_waits_for_them(world: Wor
     audit = cutover("rights", "audit", "--plan", world.plan_file, "-o", "json")
     assert audit.code == 0, audit.out + audit.err
     assert audit.json()["credentials"] == [] and audit.json()["counts"]["decisions"] > 100
+    wrong = derive(world.plan.file, world.plan.file.with_name("wrong-key.yaml"), merge=True, rights={"credentials": {
+        n["consumer"]: {**world.plan.spec.rights.credentials[n["consumer"]],  # type: ignore[union-attr]
+                        "ssl.key.location": world.new_client("producer")["ssl.key.location"]}}})
+    proved = cutover("rights", "audit", "--plan", str(wrong.file), "-o", "json")
+    assert proved.code == 4 and [f["principal"] for f in proved.json()["credentials"]] == [n["consumer"]], proved.out
 
     old_ref, new_ref = ClusterRef.of(world.plan, "old"), ClusterRef.of(world.plan, "new")
     old_quotas, new_quotas = quotas.describe(old_ref, 60), quotas.describe(new_ref, 60)
