@@ -99,7 +99,6 @@ def apply(plan: Plan, execute: bool, timeout: float, say: Callable[[str], None])
     owned = bool(plan.spec.rights and plan.spec.rights.owned)
     report = plan_report(reading, found, owned)
     if execute:
-        applying.passwords(found.create, variables(plan))  # every secret first: an unset one changes nothing
         done = applying.apply(ClusterRef.of(plan, "new"), found, variables(plan), owned, timeout, say)
         report["applied"] = done.as_dict()
     else:
