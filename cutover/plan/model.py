@@ -44,7 +44,9 @@ def _plan_name(name: str) -> str | None:
 class Selection:
     """Names selected by regular expressions (full match): included and not excluded."""
 
+    #: Regular expressions (each matching the whole name) of the names selected.
     include: list[str] = field(default_factory=lambda: [".*"], metadata={"check": _regexes})
+    #: Regular expressions of names left out, even when an include matches them.
     exclude: list[str] = field(default_factory=list, metadata={"check": _regexes})
 
     def matches(self, name: str) -> bool:
@@ -61,11 +63,13 @@ _COLUMN_TYPE = re.compile(r"string|long|int|double|float|boolean|timestamp|date|
 
 @dataclass(frozen=True)
 class Column:
+    #: The column's name in the new table.
     name: str
     #: string, long, int, double, float, boolean, timestamp, date, binary, decimal(p,s)
     type: str = field(metadata={"check": lambda t: None if _COLUMN_TYPE.fullmatch(t) else
                                 f"unknown column type '{t}' (use string, long, int, double, float, "
                                 "boolean, timestamp, date, binary or decimal(p,s))"})
+    #: Whether the column may hold null.
     nullable: bool = True
 
 
@@ -74,8 +78,11 @@ class Column:
 class OffsetColumns:
     """Names of the Kafka metadata columns in the old table, when it has them."""
 
+    #: The old table's column with the record's Kafka partition.
     partition: str
+    #: The old table's column with the record's Kafka offset.
     offset: str
+    #: The old table's column with the record's topic, when it holds several topics.
     topic: str | None = None
     #: The record's Kafka timestamp, when the old writer keeps it (Iceberg's Kafka Connect sink with its
     #: KafkaMetadataTransform: _kafka_metadata_timestamp): Kafka metadata, not payload, to verify.
@@ -84,6 +91,7 @@ class OffsetColumns:
 
 @dataclass(frozen=True)
 class TablePair:
+    #: The Kafka topic whose records both tables hold.
     topic: str
     old: str = field(metadata={"check": _table_name, "fix": "name the existing pipeline's table, namespace.table"})
     new: str = field(metadata={"check": _table_name, "fix": "name the table cutover shadow writes, namespace.table"})
@@ -155,6 +163,7 @@ class Catalog:
     uri: str = field(metadata={"fix": "e.g. sqlite:////abs/path/catalog.db or postgresql+psycopg2://host/db"})
     name: str = "cutover"
     type: Literal["sql", "rest"] = "sql"
+    #: The warehouse location (file:// or s3://) where new tables' files go.
     warehouse: str | None = None
     #: Where the tables' files live, for the storage probe (plan check, and before Spark starts);
     #: defaults to the warehouse. A REST catalog keeps its warehouse server-side: name it here.
@@ -204,9 +213,13 @@ class Gates:
     #: Records per partition the forward mirror may be behind when promote starts (the drain copies the rest).
     max_mirror_lag: int = 1000
     verify_max_age: Duration = Duration(3600)
+    #: Rows of the old table that the new one lacks, allowed before verify fails.
     max_missing_rows: int = 0
+    #: Rows of the new table that the old one lacks, allowed before verify fails.
     max_extra_rows: int = 0
+    #: Rows with the same offset but other content, allowed before verify fails.
     max_mismatched_rows: int = 0
+    #: Offsets held more than once in a table, allowed before verify fails.
     max_duplicate_rows: int = 0
     #: Verify fails, and promote refuses, when one table is further ahead than this (offsets mode).
     max_lag_rows: LagGate = field(default_factory=LagGate)
@@ -248,6 +261,7 @@ def _hook_events(hooks: dict[str, str]) -> str | None:
 class Routing:
     """The file clients read the active cluster's bootstrap servers from."""
 
+    #: The routing file clients read the active cluster's bootstrap servers from (relative to the plan).
     file: str
 
 
@@ -369,6 +383,7 @@ class PlanSpec:
     name: str = field(default="migration", metadata={"check": _plan_name})
     version: int = field(default=1, metadata={"check": lambda v: None if v == 1 else
                                               f"plan version {v} is not supported by this cutover (supports 1)"})
+    #: A file of NAME=value lines (relative to the plan) that ${NAME} in the plan reads; the environment wins.
     env_file: str | None = None
     topics: Selection = field(default_factory=Selection)
     groups: Selection = field(default_factory=Selection)
@@ -377,6 +392,7 @@ class PlanSpec:
     spark: Spark = field(default_factory=Spark)
     mirror: Mirror = field(default_factory=Mirror)
     gates: Gates = field(default_factory=Gates)
+    #: Switch event -> the command run at it (see the promote and rollback guide): e.g. stop_producers.
     hooks: dict[str, str] = field(default_factory=dict, metadata={"check": _hook_events})
     routing: Routing | None = None
     switch: Switch = field(default_factory=Switch)

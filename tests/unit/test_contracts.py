@@ -1,4 +1,4 @@
-"""The JSON contracts of the README, pinned: each typed result's `as_dict()` gives exactly these keys
+"""The JSON contracts of docs/reference/contracts.md, pinned: each typed result's `as_dict()` gives exactly these keys
 and shapes (what `-o json` prints and automation reads). A rename or a dropped key fails here."""
 
 from __future__ import annotations

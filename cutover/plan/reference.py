@@ -1,0 +1,129 @@
+"""Every plan key, read from the plan's dataclasses themselves (their types, defaults and the
+`#:` comments above each field), so the docs site's plan reference cannot drift from the code."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, Union, get_args, get_origin
+
+from cutover.plan import model
+
+
+@dataclass(frozen=True)
+class Key:
+    path: str
+    type: str
+    default: str
+    doc: str
+
+
+def keys() -> list[Key]:
+    """Every key; its meaning from the `#:` comment above the field, else the comment beside it in
+    samples/plan.yaml (when the package runs from a checkout), else what its fix says."""
+    out: list[Key] = []
+    _walk(model.PlanSpec, "", out)
+    sample = _sample_comments()
+    return [k if k.doc else dataclasses.replace(k, doc=sample.get(k.path.replace("[]", ""), "")) for k in out]
+
+
+def _sample_comments() -> dict[str, str]:
+    """key path -> the comment at the end of its line in samples/plan.yaml (empty without a checkout)."""
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "plan.yaml"
+    if not sample.is_file():
+        return {}
+    out: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in sample.read_text().splitlines():
+        body = line.split(" #", 1)
+        text = body[0].rstrip()
+        stripped = text.lstrip(" -")
+        if not stripped or text.lstrip().startswith("#") or ":" not in stripped:
+            continue
+        indent = len(text) - len(stripped)
+        key = stripped.split(":", 1)[0].strip().strip('"')
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, key))
+        if len(body) > 1:
+            out[".".join(k for _, k in stack)] = body[1].strip()
+    return out
+
+
+def _walk(cls: Any, prefix: str, out: list[Key]) -> None:
+    hints = typing.get_type_hints(cls, vars(model))
+    comments = _comments(cls)
+    for f in dataclasses.fields(cls):
+        path = f"{prefix}{f.name}"
+        tp = hints[f.name]
+        inner = _dataclass_in(tp)
+        doc = comments.get(f.name, "") or str(f.metadata.get("fix", "")) or \
+            (" ".join((inner.__doc__ or "").split()) if inner is not None else "")
+        out.append(Key(path, _type(tp), _default(f), doc))
+        if inner is not None:
+            _walk(inner, f"{path}[]." if get_origin(tp) is list else f"{path}.", out)
+
+
+def _dataclass_in(tp: Any) -> Any:
+    if dataclasses.is_dataclass(tp):
+        return tp
+    for arg in get_args(tp):
+        found = _dataclass_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _type(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type(a) for a in get_args(tp) if a is not type(None))
+    if origin is Literal:
+        return " | ".join(str(a) for a in get_args(tp))
+    if origin is list:
+        return f"list of {_type(get_args(tp)[0])}"
+    if origin is dict:
+        return f"map of {_type(get_args(tp)[0])} to {_type(get_args(tp)[1])}"
+    if dataclasses.is_dataclass(tp):
+        return "mapping"
+    return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _default(f: dataclasses.Field[Any]) -> str:
+    if f.default is not dataclasses.MISSING:
+        return "(none)" if f.default is None else str(f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+        return "" if dataclasses.is_dataclass(value) else str(value)
+    return "required"
+
+
+def _comments(cls: Any) -> dict[str, str]:
+    """field name -> the `#:` comment lines right above it in the class body."""
+    out: dict[str, str] = {}
+    pending: list[str] = []
+    for line in inspect.getsource(cls).splitlines()[1:]:
+        text = line.strip()
+        if text.startswith("#:"):
+            pending.append(text[2:].strip())
+        elif ":" in text and text.split(":", 1)[0].isidentifier() and line.startswith("    ") \
+                and not line.startswith("     "):
+            if pending:
+                out[text.split(":", 1)[0]] = " ".join(pending)
+            pending = []
+        elif text and not text.startswith("#"):
+            pending = []
+    return out
+
+
+def markdown() -> str:
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for k in keys():
+        cell = k.doc.replace("|", "\\|")
+        rows.append(f"| `{k.path}` | {k.type.replace('|', '&#124;')} | {k.default.replace('|', '&#124;')} | {cell} |")
+    return "\n".join(rows) + "\n"

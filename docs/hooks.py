@@ -1,0 +1,49 @@
+"""mkdocs hooks: the reference pages generated from the code itself, so they cannot drift.
+
+`<!-- generated: plan-keys -->` becomes the table of every plan key (cutover.plan.reference),
+`<!-- generated: exit-codes -->` the table of cutover's exit codes (cutover.errors.ExitCode).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    if "<!-- generated: plan-keys -->" in markdown:
+        from cutover.plan import reference
+
+        markdown = markdown.replace("<!-- generated: plan-keys -->", reference.markdown())
+    if "<!-- generated: exit-codes -->" in markdown:
+        markdown = markdown.replace("<!-- generated: exit-codes -->", _exit_codes())
+    return markdown
+
+
+def _exit_codes() -> str:
+    import inspect
+
+    from cutover.errors import ExitCode
+
+    source = inspect.getsource(ExitCode).splitlines()
+    notes: dict[str, str] = {}
+    pending: list[str] = []
+    for line in source:
+        text = line.strip()
+        if text.startswith("#:"):
+            pending.append(text[2:].strip())
+        elif "=" in text and text.split("=")[0].strip().isupper():
+            notes[text.split("=")[0].strip()] = " ".join(pending)
+            pending = []
+    rows = ["| code | name | meaning |", "|---|---|---|"]
+    rows += [f"| {c.value} | `{c.name}` | {notes.get(c.name) or _MEANING.get(c.name, '')} |" for c in ExitCode]
+    return "\n".join(rows) + "\n"
+
+
+_MEANING = {
+    "OK": "done; for a check or gate: passed",
+    "ERROR": "an error: a cluster, catalog or storage did not answer or failed (named, with the fix)",
+    "USAGE": "the call or the plan is wrong: every problem named with its file, line and key",
+    "REFUSED": "a precondition or gate refused: nothing was changed (promote, rollback, registry sync)",
+    "DIFFERENCES": "a check found differences: verify, registry audit, rights audit, a drill's expectation",
+    "INTERRUPTED": "Ctrl-C: stopped cleanly; run the same command again to go on",
+}

@@ -1,0 +1,63 @@
+"""The docs site builds with `mkdocs build --strict` (a broken link or a missing page fails), and
+its generated reference names every command and every plan key, as a reader would look them up."""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from cutover.cli import cli
+from cutover.plan import reference
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"),
+                           "-d", str(out)], capture_output=True, text=True, check=False,
+                          env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+def _text(page: Path) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+
+
+def _commands(group: click.Group, prefix: str) -> list[str]:
+    out = []
+    for name, cmd in sorted(group.commands.items()):
+        if cmd.hidden:
+            continue
+        out.append(f"{prefix} {name}")
+        if isinstance(cmd, click.Group):
+            out += _commands(cmd, f"{prefix} {name}")
+    return out
+
+
+def test_the_cli_reference_names_every_command(site: Path) -> None:
+    text = _text(site / "reference" / "cli" / "index.html")
+    commands = _commands(cli, "cutover")
+    assert len(commands) > 30
+    assert [c for c in commands if c not in text] == []
+
+
+def test_the_plan_reference_names_every_plan_key_with_its_meaning(site: Path) -> None:
+    text = _text(site / "reference" / "plan" / "index.html")
+    keys = reference.keys()
+    assert len(keys) > 90 and all(k.doc for k in keys), [k.path for k in keys if not k.doc]
+    assert [k.path for k in keys if k.path not in text] == []
+
+
+def test_the_readme_is_short_and_links_the_site() -> None:
+    readme = (REPO / "README.md").read_text().splitlines()
+    assert len(readme) <= 150, len(readme)
+    assert any("docs/" in line for line in readme)
