@@ -119,7 +119,9 @@ class TablePair:
     #: Columns whose type may be narrower in the new table (a double stored as a float, a long as an
     #: int, a decimal with fewer digits): verify fails on any other narrowing, which can lose data.
     allow_narrowing: list[str] = field(default_factory=list)
+    #: A record that cannot be decoded: dead-letter (to <new table>_dead_letter) or fail the shadow.
     on_bad_record: Literal["dead-letter", "fail"] = "dead-letter"
+    #: New fields in JSON records: evolve (add nullable columns), fail, or dead-letter.
     schema_drift: Literal["evolve", "fail", "dead-letter"] = "evolve"
     #: Where promote reads the old writer's last committed source offsets at the hand-over:
     #: "columns" (max offset per partition in old_offset_columns), "group" (writer_group on old), or
@@ -161,20 +163,26 @@ class Catalog:
     """One Iceberg catalog shared by pyiceberg and Spark (same name on both sides)."""
 
     uri: str = field(metadata={"fix": "e.g. sqlite:////abs/path/catalog.db or postgresql+psycopg2://host/db"})
+    #: The catalog's name, for pyiceberg and as Spark's catalog (spark.sql.catalog.<name>).
     name: str = "cutover"
+    #: sql (SQLite or PostgreSQL, Iceberg's JdbcCatalog) or rest (an Iceberg REST catalog).
     type: Literal["sql", "rest"] = "sql"
     #: The warehouse location (file:// or s3://) where new tables' files go.
     warehouse: str | None = None
     #: Where the tables' files live, for the storage probe (plan check, and before Spark starts);
     #: defaults to the warehouse. A REST catalog keeps its warehouse server-side: name it here.
     storage: str | None = None
+    #: Catalog and storage properties in pyiceberg's names (S3 endpoint and keys), given to both sides.
     properties: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Spark:
+    #: Spark's master: local[*], spark://host:7077, yarn, k8s://...
     master: str = "local[*]"
+    #: Any Spark setting; wins over cutover's defaults.
     conf: dict[str, str] = field(default_factory=dict)
+    #: The micro-batch interval of `cutover shadow --follow`.
     trigger_interval: Duration = Duration(10)
     #: Where `cutover shadow` keeps Spark's per-run checkpoints (the table holds the offsets).
     checkpoint_dir: str | None = None
@@ -187,7 +195,9 @@ class Spark:
 
 @dataclass(frozen=True)
 class Mirror:
+    #: The replication factor of the topics the mirror creates on the new cluster.
     replication_factor: int = field(default=3, metadata={"check": lambda n: None if n >= 1 else "must be at least 1"})
+    #: How often a running mirror translates and commits the selected groups' offsets.
     group_sync_interval: Duration = Duration(10)
     #: Prefix of the transactional ids and internal topics the mirror keeps on the new cluster.
     state_prefix: str = "__cutover"
@@ -212,6 +222,7 @@ class LagGate:
 class Gates:
     #: Records per partition the forward mirror may be behind when promote starts (the drain copies the rest).
     max_mirror_lag: int = 1000
+    #: Promote needs a passing verify at most this old.
     verify_max_age: Duration = Duration(3600)
     #: Rows of the old table that the new one lacks, allowed before verify fails.
     max_missing_rows: int = 0
@@ -223,6 +234,7 @@ class Gates:
     max_duplicate_rows: int = 0
     #: Verify fails, and promote refuses, when one table is further ahead than this (offsets mode).
     max_lag_rows: LagGate = field(default_factory=LagGate)
+    #: After the freeze, the old cluster's end offsets must stand still this long.
     quiet_period: Duration = Duration(10)
 
 
@@ -380,7 +392,9 @@ class PlanSpec:
     """What the YAML holds. `Plan` adds where it came from."""
 
     clusters: Clusters
+    #: The plan's name: in reports, journals and hook environments, and part of Kafka transactional and group ids.
     name: str = field(default="migration", metadata={"check": _plan_name})
+    #: The plan format's version; this cutover reads 1.
     version: int = field(default=1, metadata={"check": lambda v: None if v == 1 else
                                               f"plan version {v} is not supported by this cutover (supports 1)"})
     #: A file of NAME=value lines (relative to the plan) that ${NAME} in the plan reads; the environment wins.

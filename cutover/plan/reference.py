@@ -22,36 +22,10 @@ class Key:
 
 
 def keys() -> list[Key]:
-    """Every key; its meaning from the `#:` comment above the field, else the comment beside it in
-    samples/plan.yaml (when the package runs from a checkout), else what its fix says."""
+    """Every key; its meaning from the `#:` comment above its field, else what its fix says, else
+    (a section) its class's docstring."""
     out: list[Key] = []
     _walk(model.PlanSpec, "", out)
-    sample = _sample_comments()
-    return [k if k.doc else dataclasses.replace(k, doc=sample.get(k.path.replace("[]", ""), "")) for k in out]
-
-
-def _sample_comments() -> dict[str, str]:
-    """key path -> the comment at the end of its line in samples/plan.yaml (empty without a checkout)."""
-    from pathlib import Path
-
-    sample = Path(__file__).resolve().parents[2] / "samples" / "plan.yaml"
-    if not sample.is_file():
-        return {}
-    out: dict[str, str] = {}
-    stack: list[tuple[int, str]] = []
-    for line in sample.read_text().splitlines():
-        body = line.split(" #", 1)
-        text = body[0].rstrip()
-        stripped = text.lstrip(" -")
-        if not stripped or text.lstrip().startswith("#") or ":" not in stripped:
-            continue
-        indent = len(text) - len(stripped)
-        key = stripped.split(":", 1)[0].strip().strip('"')
-        while stack and stack[-1][0] >= indent:
-            stack.pop()
-        stack.append((indent, key))
-        if len(body) > 1:
-            out[".".join(k for _, k in stack)] = body[1].strip()
     return out
 
 
