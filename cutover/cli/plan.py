@@ -38,3 +38,22 @@ def check_cmd(plan_file: str, fmt: Format, timeout: float, offline: bool) -> int
     report = probe.check(plan, timeout)
     emit(report, fmt, probe.render)
     return probe.exit_code(report)
+
+
+@plan_group.command("schema")
+def schema_cmd() -> int:
+    """Print a JSON Schema of the plan file on stdout, for editors (completion and checks as
+    you type). It is generated from the plan's model, as the docs' plan reference is.
+
+    \b
+    Example:
+      cutover plan schema > plan.schema.json
+      # VS Code (YAML extension): "yaml.schemas": {"plan.schema.json": "plan.yaml"}
+    """
+    import json
+    import sys
+
+    from cutover.plan import reference
+
+    sys.stdout.write(json.dumps(reference.json_schema(), indent=2) + "\n")
+    return 0

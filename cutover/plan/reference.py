@@ -101,3 +101,48 @@ def markdown() -> str:
         cell = k.doc.replace("|", "\\|")
         rows.append(f"| `{k.path}` | {k.type.replace('|', '&#124;')} | {k.default.replace('|', '&#124;')} | {cell} |")
     return "\n".join(rows) + "\n"
+
+
+def json_schema() -> dict[str, Any]:
+    """A JSON Schema (draft 2020-12) of the plan, for editors: every key with its type, its
+    choices and its meaning. `${VAR}` strings are allowed wherever a value is (they are replaced
+    when the plan loads); `cutover plan check` stays the judge."""
+    schema = _schema_of(model.PlanSpec)
+    schema.update({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "cutover migration plan"})
+    return schema
+
+
+def _schema_of(tp: Any, doc: str = "") -> dict[str, Any]:
+    from cutover.plan.schema import Duration
+
+    origin = get_origin(tp)
+    out: dict[str, Any]
+    if origin in (Union, types.UnionType):
+        options = [_schema_of(a) for a in get_args(tp) if a is not type(None)]
+        out = options[0] if len(options) == 1 else {"anyOf": options}
+        if type(None) in get_args(tp):
+            out = {"anyOf": [out, {"type": "null"}]}
+    elif origin is Literal:
+        out = {"enum": list(get_args(tp))}
+    elif origin is list:
+        out = {"type": "array", "items": _schema_of(get_args(tp)[0])}
+    elif origin is dict:
+        out = {"type": "object", "additionalProperties": _schema_of(get_args(tp)[1])}
+    elif dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp, vars(model))
+        comments = _comments(tp)
+        props = {f.name: _schema_of(hints[f.name], comments.get(f.name, "") or str(f.metadata.get("fix", "")))
+                 for f in dataclasses.fields(tp)}
+        required = [f.name for f in dataclasses.fields(tp)
+                    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        out = {"type": "object", "properties": props, "additionalProperties": False}
+        if required:
+            out["required"] = required
+        doc = doc or " ".join((tp.__doc__ or "").split())
+    elif tp is Duration:
+        out = {"type": ["number", "string"], "pattern": r"^\s*\d+(\.\d+)?\s*(ms|s|m|h|d)?\s*$"}
+    else:
+        out = {"type": {str: "string", int: "integer", float: "number", bool: "boolean"}[tp]}
+    if doc:
+        out = {**out, "description": doc}
+    return out

@@ -66,3 +66,28 @@ def test_switch_clients_refuses_an_unknown_side(tmp_path: Path) -> None:
                                             "CLIENT_ENV_FILE": str(tmp_path / "b.env")})
     assert done.returncode == 2 and "unknown CUTOVER_ACTIVE 'both'" in done.stderr
     assert not (tmp_path / "b.env").exists()
+
+
+def test_the_plan_schema_takes_every_sample_and_refuses_a_wrong_key_or_choice() -> None:
+    import json
+
+    import jsonschema
+    import yaml
+
+    from tests.conftest import cutover
+
+    run = cutover("plan", "schema")
+    assert run.code == 0, run.err
+    schema = json.loads(run.out)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for sample in SAMPLES:
+        errors = [e.message for e in validator.iter_errors(yaml.safe_load(sample.read_text()))]
+        assert errors == [], (sample.name, errors)
+    wrong = yaml.safe_load((REPO / "samples" / "minimal.yaml").read_text())
+    wrong["mirorr"] = {}
+    wrong["tables"] = [{"topic": "t", "old": "a.b", "new": "c.d", "format": "xml"}]
+    messages = [e.message for e in validator.iter_errors(wrong)]
+    assert any("'mirorr' was unexpected" in m for m in messages), messages
+    assert any("'xml' is not one of" in m for m in messages), messages
+    assert schema["properties"]["rights"]["anyOf"][0]["properties"]["owned"]["description"].startswith("Whether cutover")
