@@ -48,6 +48,10 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
                                               f"grant the registry.{side} principal what cutover registry sync needs "
                                               "(README, 'Schemas and registries': Rights), or use a registry that "
                                               "takes IMPORT mode"))
+    if old["reachable"] and report["new"]["reachable"] and old["cluster_id"] == report["new"]["cluster_id"]:
+        findings.append(readiness.Finding("clusters", f"clusters.old and clusters.new are the same cluster (id "
+                                          f"{old['cluster_id']}): the mirror would copy each topic onto itself",
+                                          "give clusters.new the brokers of the cluster you are moving to"))
     for side in sides:
         if report[side]["reachable"]:
             findings += _rights(plan, side, list(report[side]["topics"]), _left(deadline))

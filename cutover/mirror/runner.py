@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from cutover.common import NETWORK_TIMEOUT, TP, in_flight
-from cutover.errors import Refused
+from cutover.errors import Refused, UsageError
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
@@ -113,6 +113,10 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     metrics = Metrics(opts.metrics_port)  # a port in use is named before any cluster is asked
     rt, sel = r.rt, plan.spec.topics
     r.source_cluster = cluster_id(rt.source, opts.timeout)
+    if cluster_id(rt.target, opts.timeout) == r.source_cluster:
+        raise UsageError(f"{rt.source.describe()} and {rt.target.describe()} are the same cluster (id "
+                         f"{r.source_cluster}): the mirror would copy each topic onto itself",
+                         fix="give clusters.new the brokers of the cluster you are moving to")
     if opts.direction == "forward" and not opts.for_switch:
         _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))  # before fencing anyone
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)

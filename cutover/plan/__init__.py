@@ -110,6 +110,10 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
         if not props.get("bootstrap.servers"):
             problems.append(f"{where(('clusters', side))}: 'bootstrap.servers' is required "
                             "(fix: host:port of one or more brokers, comma-separated)")
+    shared = _brokers(spec.clusters.old) & _brokers(spec.clusters.new)
+    if shared:
+        problems.append(f"{where(('clusters', 'new'))}: 'bootstrap.servers' names {', '.join(sorted(shared))}, as "
+                        "clusters.old does: old and new must be two clusters (fix: give the new cluster's brokers)")
     seen: dict[str, PathKey] = {}
     for i, t in enumerate(spec.tables):
         for key in ("old", "new"):
@@ -126,6 +130,18 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
             problems.append(f"{where(('tables', i))}: {' and '.join(registry_formats)} need a schema registry, and "
                             "the plan has no registry section (fix: add registry: {old: {url: ...}, new: {url: ...}})")
     return problems
+
+
+def _brokers(props: dict[str, str]) -> set[str]:
+    """The host:port pairs of bootstrap.servers, normalised (no scheme, lower case)."""
+    out = set()
+    for part in props.get("bootstrap.servers", "").split(","):
+        part = part.strip().lower()
+        if "://" in part:
+            part = part.split("://", 1)[1]
+        if part:
+            out.add(part)
+    return out
 
 
 def select_pairs(plan: Plan, which: str | None) -> list[TablePair]:

@@ -133,6 +133,8 @@ class Builder:
         # metadata {"key": ...} names a field whose YAML key is not a Python name (e.g. "with")
         fields = {f.metadata.get("key", f.name): f for f in dataclasses.fields(cls) if f.init}
         for key in value:
+            if not path and key.startswith("x-"):
+                continue  # an extension key (as in compose files): a home for YAML anchors, ignored
             if key not in fields:
                 close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6)
                 hint = f"did you mean '{close[0]}'?" if close else "known keys: " + ", ".join(sorted(fields))
@@ -141,6 +143,10 @@ class Builder:
         for name, f in fields.items():
             child = (*path, name)
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if name in value and value[name] is None and getattr(hints[f.name], "__name__", "") == "Selection":
+                self.problem(child, f"is empty, which would select every {name.rstrip('s')}",
+                             "give include (and exclude) patterns, or remove the key to select everything")
+                continue
             if name not in value or value[name] is None:
                 if required:
                     self.problem(child, "required", f.metadata.get("fix"))

@@ -97,13 +97,18 @@ def _to_python(node: yaml.Node, path: PathKey, doc: Document, loader: yaml.SafeL
     doc.lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
+        explicit = [k for k, _v in node.value if k.tag != "tag:yaml.org,2002:merge"]
+        if len(explicit) < len(node.value):
+            loader.flatten_mapping(node)  # YAML merge keys (<<: *anchor): merged pairs first, the node's own win
+        seen: set[str] = set()
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node)
-            key = str(key)
+            key = str(loader.construct_object(key_node))
             child = (*path, key)
             doc.lines[child] = key_node.start_mark.line + 1
-            if key in out:
-                problems.append(f"{doc.where(child)}: duplicate key (fix: keep one of them)")
+            if any(key_node is k for k in explicit):
+                if key in seen:
+                    problems.append(f"{doc.where(child)}: duplicate key (fix: keep one of them)")
+                seen.add(key)
             out[key] = _to_python(value_node, child, doc, loader, problems)
         return out
     if isinstance(node, yaml.SequenceNode):

@@ -121,18 +121,23 @@ def spark(plan: Plan) -> Iterator[Any]:
 
 @pytest.fixture
 def hung_host() -> Iterator[tuple[int, list[Any]]]:
-    """A loopback port whose listener accepts connections and never answers (a hanging host), and the
-    connections it has accepted so far."""
+    """A loopback port whose listeners accept connections and never answer (hanging hosts): on
+    127.0.0.1 and on 127.0.0.2, the same port, so a plan can name two clusters that both hang. And
+    the connections accepted so far."""
     import socket
     import threading
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
+    first = socket.socket()
+    first.bind(("127.0.0.1", 0))
+    port = int(first.getsockname()[1])
+    second = socket.socket()
+    second.bind(("127.0.0.2", port))
+    listeners = [first, second]
     held: list[socket.socket] = []
     stop = threading.Event()
 
-    def accept() -> None:
+    def accept(listener: socket.socket) -> None:
+        listener.listen(64)
         listener.settimeout(0.2)
         while not stop.is_set():
             try:
@@ -140,16 +145,19 @@ def hung_host() -> Iterator[tuple[int, list[Any]]]:
             except OSError:
                 continue
 
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
+    threads = [threading.Thread(target=accept, args=(one,), daemon=True) for one in listeners]
+    for thread in threads:
+        thread.start()
     try:
-        yield int(listener.getsockname()[1]), held
+        yield port, held
     finally:
         stop.set()
-        thread.join(5)
+        for thread in threads:
+            thread.join(5)
         for conn in held:
             conn.close()
-        listener.close()
+        for one in listeners:
+            one.close()
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def _plan(tmp_path: Path, port: int) -> Path:
     plan.write_text(f"""name: hung
 clusters:
   old: {{bootstrap.servers: "127.0.0.1:{port}"}}
-  new: {{bootstrap.servers: "127.0.0.1:{port}"}}
+  new: {{bootstrap.servers: "127.0.0.2:{port}"}}
 catalog: {{uri: "sqlite:///{tmp_path}/catalog.db", warehouse: "file://{tmp_path}/warehouse"}}
 tables: [{{topic: orders, old: lake.orders, new: lake.orders_new, format: raw}}]
 groups: {{include: [billing]}}

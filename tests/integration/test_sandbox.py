@@ -238,3 +238,20 @@ def test_kill_is_a_crash_and_start_recovers(sandbox: Sandbox, plan: Plan, ns: st
     finally:
         assert cutover("local", "start", "new", "--dir", str(sandbox.dir)).code == 0
     assert [(r.key, r.value) for r in read_all(plan.cluster("new"), topic)] == [(b"a", b"1"), (None, None)]
+
+
+def test_old_and_new_as_two_names_of_one_cluster_are_refused(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The same cluster under two names (127.0.0.1 and localhost): the plan's own check cannot see
+    it, the clusters' ids do. plan check says so, and the mirror refuses before it writes anything."""
+    old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
+    port = old["bootstrap.servers"].rsplit(":", 1)[1]
+    same = derive(sandbox.plan_file, tmp_path / "same.yaml", merge=True, name="same",
+                  clusters={"old": old, "new": {**old, "bootstrap.servers": f"localhost:{port}"}})
+    check = cutover("plan", "check", "--plan", str(same.file), "-o", "json")
+    assert check.code == 3, check.err
+    assert [f["problem"] for f in check.json()["findings"] if f["check"] == "clusters"] == [
+        f"clusters.old and clusters.new are the same cluster (id {check.json()['old']['cluster_id']}): the mirror "
+        "would copy each topic onto itself"]
+    mirror = cutover("mirror", "--plan", str(same.file), "--until-caught-up")
+    assert mirror.code == 2, mirror.err
+    assert "are the same cluster" in mirror.err and "Traceback" not in mirror.err

@@ -16,7 +16,7 @@ import pytest
 from cutover.cli import main
 from cutover.errors import ExitCode
 
-PLAN = "clusters:\n  old: {bootstrap.servers: '127.0.0.1:1'}\n  new: {bootstrap.servers: '127.0.0.1:1'}\n"
+PLAN = "clusters:\n  old: {bootstrap.servers: '127.0.0.1:1'}\n  new: {bootstrap.servers: '127.0.0.1:2'}\n"
 RUNBOOK = "name: r\npurpose: p\nsteps:\n  - name: sample traffic\n    action: traffic.start\n  - name: nothing\n"
 
 #: (files to write under tmp, argv with {tmp} and {port}, exit code, words in stderr)

@@ -182,3 +182,33 @@ def test_a_registry_format_needs_a_registry_and_a_registry_needs_urls(tmp_path: 
     found = problems(tmp_path, text)
     assert any("registry.old: 'ftp://x' is not an http:// or https:// URL" in p for p in found)
     assert any("registry.new: 'url' is required" in p for p in found)
+
+
+def test_yaml_merge_keys_and_extension_keys_are_read_as_yaml_means_them(tmp_path: Path) -> None:
+    text = ("x-kafka: &kafka\n  security.protocol: SASL_SSL\n  sasl.mechanism: SCRAM-SHA-512\n"
+            "clusters:\n  old:\n    <<: *kafka\n    bootstrap.servers: o:9092\n"
+            "  new:\n    <<: *kafka\n    bootstrap.servers: n:9092\n    sasl.mechanism: SCRAM-SHA-256\n")
+    plan = load_plan(write(tmp_path, text), environ={})
+    assert plan.cluster("old") == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                                   "bootstrap.servers": "o:9092"}
+    assert plan.cluster("new")["sasl.mechanism"] == "SCRAM-SHA-256"  # the mapping's own key wins over the merge
+    twice = problems(tmp_path, "x-a: &a {k: v}\nclusters:\n  old:\n    <<: *a\n    bootstrap.servers: o\n"
+                               "    bootstrap.servers: o2\n  new: {bootstrap.servers: n}\n")
+    assert twice == [f"{tmp_path / 'plan.yaml'}:6: clusters.old['bootstrap.servers']: duplicate key "
+                     "(fix: keep one of them)"]
+
+
+def test_an_empty_selection_is_refused_not_read_as_everything(tmp_path: Path) -> None:
+    found = problems(tmp_path, MINIMAL + "topics:\ngroups:\n")
+    assert found == [
+        f"{tmp_path / 'plan.yaml'}:4: topics: is empty, which would select every topic (fix: give include (and "
+        "exclude) patterns, or remove the key to select everything)",
+        f"{tmp_path / 'plan.yaml'}:5: groups: is empty, which would select every group (fix: give include (and "
+        "exclude) patterns, or remove the key to select everything)"]
+
+
+def test_old_and_new_naming_the_same_brokers_is_refused(tmp_path: Path) -> None:
+    found = problems(tmp_path, "clusters:\n  old: {bootstrap.servers: 'a:9092,B:9093'}\n"
+                               "  new: {bootstrap.servers: 'SASL_SSL://b:9093'}\n")
+    assert found == [f"{tmp_path / 'plan.yaml'}:3: clusters.new: 'bootstrap.servers' names b:9093, as clusters.old "
+                     "does: old and new must be two clusters (fix: give the new cluster's brokers)"]
