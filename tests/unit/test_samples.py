@@ -90,4 +90,5 @@ def test_the_plan_schema_takes_every_sample_and_refuses_a_wrong_key_or_choice() 
     messages = [e.message for e in validator.iter_errors(wrong)]
     assert any("'mirorr' was unexpected" in m for m in messages), messages
     assert any("'xml' is not one of" in m for m in messages), messages
-    assert schema["properties"]["rights"]["anyOf"][0]["properties"]["owned"]["description"].startswith("Whether cutover")
+    owned = schema["properties"]["rights"]["anyOf"][0]["properties"]["owned"]
+    assert owned["description"].startswith("Whether cutover")
