@@ -138,11 +138,30 @@ def admin(ref: ClusterRef, warm_for: float | None = None) -> AdminClient:
     except KafkaException as exc:
         raise _bad_property(ref, exc) from None
     if warm_for is not None:
-        try:
-            client.list_topics(timeout=warm_for)
-        except KafkaException as exc:
-            raise ref.failure(exc, "reading the cluster's metadata", client) from None
+        metadata(ref, client, warm_for, "reading the cluster's metadata")
     return client
+
+
+def metadata(ref: ClusterRef, client: AdminClient, timeout: float, doing: str, topic: str | None = None) -> Any:
+    """The cluster's metadata, asked in slices of a second so that a failure librdkafka already knows
+    cannot be waited out (a TLS client at a plaintext listener, SASL at a plaintext one, a wrong
+    mechanism or password, a name that does not resolve, a port that is not Kafka): it is named at
+    once, not after `timeout`. Anything else (refused, no answer) is asked again until `timeout`."""
+    from cutover.kafka import diagnose
+
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            if topic is None:
+                return client.list_topics(timeout=max(0.1, min(1.0, left)))
+            return client.list_topics(topic, timeout=max(0.1, min(1.0, left)))
+        except KafkaException as exc:
+            client.poll(0)  # serve the error callbacks that say why
+            recent = time.monotonic() - _RECENT
+            lines = [*(e.str() for e in ref.errors), *(t for at, t in ref.failures if at >= recent)]
+            if time.monotonic() >= deadline or diagnose.decisive(lines, ref.properties):
+                raise ref.failure(exc, doing, client) from None
 
 
 def _bad_property(ref: ClusterRef, exc: KafkaException) -> UsageError:

@@ -21,6 +21,19 @@ Kind = Literal["sasl-mechanism", "not-sasl", "denied", "dns", "not-kafka", "sile
 
 #: Kinds that name the cause better than a TLS handshake or an authentication error code could.
 BEFORE_TLS: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "dns"})
+#: Kinds no wait can change: the client is set up wrong for this listener (or the name is wrong).
+#: Refused and silent connections are not among them: a broker that restarts refuses for a while.
+DECISIVE: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "denied", "dns", "not-kafka"})
+
+
+def decisive(lines: Iterable[str], props: Mapping[str, str]) -> bool:
+    """Whether librdkafka's lines already say the cluster cannot be used as configured: a TLS handshake
+    that failed (a TLS client at a plaintext listener, or a certificate not trusted), or a DECISIVE kind."""
+    texts = [t for t in lines if t]
+    if any("SSL handshake failed" in t for t in texts):
+        return True
+    found = explain(texts, props)
+    return found is not None and found.kind in DECISIVE
 
 _ADDRESS = re.compile(r"(?:[a-z_]+://)?(\[?[\w.:-]+?\]?:\d+)/(?:bootstrap|\d+):")
 

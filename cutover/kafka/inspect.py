@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from confluent_kafka import KafkaException
 
-from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, metadata
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,7 @@ class ClusterView:
 
 
 def _metadata(ref: ClusterRef, timeout: float) -> Any:
-    client = admin(ref)
-    try:
-        return client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise ref.failure(exc, "listing topics", client) from None
+    return metadata(ref, admin(ref), timeout, "listing topics")
 
 
 def partition_counts(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
@@ -45,10 +41,7 @@ def view(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> ClusterView:
 def cluster_id(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> str:
     """The cluster's id: what mirror state and table offsets are keyed by."""
     client = admin(ref)
-    try:
-        meta = client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise ref.failure(exc, "reading the cluster id", client) from None
+    meta = metadata(ref, client, timeout, "reading the cluster id")
     found = cast(str | None, meta.cluster_id)  # typed as always there; a broker may still return none
     if not found:
         raise ref.failure(None, "reading the cluster id (the brokers returned none)", client)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+import struct
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -113,10 +114,32 @@ def diagnose(props: Mapping[str, str], timeout: float = 3.0) -> tuple[str, str] 
             return ("the broker refused the client certificate (signed by a CA it does not trust, expired, or "
                     "not for client authentication)",
                     "use a client certificate signed by the CA in the brokers' ssl.truststore")
+        if _speaks_plaintext_kafka(host, int(port), timeout):  # a Kafka plaintext listener just closes on a hello
+            return (f"{bootstrap} does not speak TLS: it answers Kafka in plaintext", "set security.protocol to "
+                    "PLAINTEXT or SASL_PLAINTEXT, or use the brokers' TLS listener")
         return (f"the TLS handshake with {bootstrap} failed: {exc.reason or exc}",
                 "check the TLS settings of this cluster against its listener")
     except OSError:
         return None
+
+
+def _speaks_plaintext_kafka(host: str, port: int, timeout: float) -> bool:
+    """Whether the listener answers a plaintext Kafka ApiVersions request (v0) as Kafka does."""
+    client_id = b"cutover"
+    body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            conn.sendall(struct.pack(">i", len(body)) + body)
+            head = b""
+            while len(head) < 8:
+                chunk = conn.recv(8 - len(head))
+                if not chunk:
+                    return False
+                head += chunk
+    except OSError:
+        return False
+    size, correlation = struct.unpack(">ii", head)
+    return bool(correlation == 7 and 0 < size < 1 << 20)
 
 
 def _tls_where_plaintext_expected(host: str, port: int, timeout: float) -> tuple[str, str] | None:

@@ -62,6 +62,26 @@ def test_a_wrong_address_or_protocol_is_named_with_what_to_check(
     assert "pw-never-shown" not in run.out + run.err and "Traceback" not in run.err
 
 
+@pytest.mark.parametrize(("props", "words"), [
+    ({"security.protocol": "SSL"}, ["does not speak TLS", "fix: set security.protocol to PLAINTEXT"]),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "app",
+      "sasl.password": "pw-never-shown"}, ["is not a SASL listener"]),
+], ids=["tls-client-plaintext-listener", "sasl-client-plaintext-listener"])
+def test_a_wrong_security_protocol_is_named_at_once_not_after_the_timeout(
+        sandbox: Sandbox, tmp_path: Path, props: dict[str, str], words: list[str]) -> None:
+    """librdkafka knows these within milliseconds: the command must not wait out its --timeout (600 s
+    here: the run is given 60 s in all)."""
+    old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
+    bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True, clusters={"old": {**old, **props}})
+    run = cutover("plan", "check", "--plan", str(bad.file), "--timeout", "600", timeout=60)
+    assert run.code == 1, (run.out, run.err)
+    for word in words:
+        assert word in run.out, run.out
+    mirror = cutover("mirror", "--plan", str(bad.file), "--until-caught-up", "--timeout", "600", timeout=60)
+    assert mirror.code == 1 and words[0] in mirror.err, mirror.err
+    assert "pw-never-shown" not in run.out + run.err + mirror.err
+
+
 def test_status_exits_1_and_names_the_part_in_error(sandbox: Sandbox, tmp_path: Path, closed_port: int) -> None:
     old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
     bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True,
