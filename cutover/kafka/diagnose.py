@@ -26,11 +26,16 @@ BEFORE_TLS: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "dns"})
 DECISIVE: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "denied", "dns", "not-kafka"})
 
 
+#: What a TLS handshake failure says when the setup is wrong, not when a broker went away mid-handshake.
+_TLS_SETUP = ("unexpected eof", "certificate", "wrong version", "unknown ca", "protocol version", "packet length",
+              "no shared cipher", "handshake failure")
+
+
 def decisive(lines: Iterable[str], props: Mapping[str, str]) -> bool:
     """Whether librdkafka's lines already say the cluster cannot be used as configured: a TLS handshake
     that failed (a TLS client at a plaintext listener, or a certificate not trusted), or a DECISIVE kind."""
     texts = [t for t in lines if t]
-    if any("SSL handshake failed" in t for t in texts):
+    if any("SSL handshake failed" in t and any(k in t.lower() for k in _TLS_SETUP) for t in texts):
         return True
     found = explain(texts, props)
     return found is not None and found.kind in DECISIVE

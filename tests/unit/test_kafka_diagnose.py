@@ -78,3 +78,16 @@ def test_the_specific_cause_wins_over_a_generic_one_and_unknown_lines_name_none(
     restart = ["127.0.0.1:9092/3: Disconnected: connection closed by peer: receive 0 after POLLIN (after 600012ms in "
                "state UP)"]
     assert explain(restart, PLAIN) is None
+
+
+def test_only_causes_no_wait_can_change_end_a_wait_at_once() -> None:
+    from cutover.kafka.diagnose import decisive
+
+    plaintext = ("FAIL [thrd:ssl://127.0.0.1:9092/bootstrap]: ssl://127.0.0.1:9092/bootstrap: SSL handshake failed: "
+                 "error:0A000126:SSL routines::unexpected eof while reading (after 2ms in state SSL_HANDSHAKE)")
+    assert decisive([plaintext], {"security.protocol": "SSL"})
+    assert decisive(["FAIL [thrd:x]: Failed to resolve 'kafka-olld:9092': Name or service not known"], {})
+    went_away = "FAIL [thrd:x]: SSL handshake failed: Disconnected: connection reset by peer"
+    refused = ("FAIL [thrd:127.0.0.1:9092/bootstrap]: 127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: "
+               "Connection refused (after 0ms in state CONNECT)")
+    assert not decisive([went_away, refused], {})  # a broker restarting: worth waiting for
