@@ -9,6 +9,7 @@ it is refused with a reason, never approximated.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -83,12 +84,20 @@ def translate_group(plan: Plan, group: str, direction: st.Direction = "forward",
                     timeout: float = DEFAULT_TIMEOUT) -> list[Translation]:
     """The library form of `cutover offsets translate`: per partition, source and exact target offset."""
     rt = st.route(plan, direction)
+    if not plan.spec.groups.matches(group):
+        sel = plan.spec.groups
+        raise UsageError(f"consumer group {group} is not in the plan's selection (groups.include {sel.include}, "
+                         f"exclude {sel.exclude}): the mirror never translates it",
+                         fix="name a selected group, or add it to groups.include in the plan")
     info = group_info(rt.source, group, timeout)
     if not info.offsets:
         known = list_groups(rt.source, timeout)
         raise UsageError(f"consumer group {group} has no committed offsets on {rt.source.describe()}; groups "
                          f"there: {', '.join(known[:30]) or '(none)'}", fix="name a group that has committed")
-    return translate(translator(rt, plan, timeout), info.offsets)
+    out = translate(translator(rt, plan, timeout), info.offsets)
+    return [t if t.target_offset is not None or plan.spec.topics.matches(t.topic) else
+            dataclasses.replace(t, reason=f"topic {t.topic} is not in the plan's topic selection: never mirrored")
+            for t in out]
 
 
 @dataclass

@@ -146,6 +146,13 @@ def test_translate_reports_what_was_committed(mirrored: Mirrored) -> None:
     assert {tp: r["target_offset"] for tp, r in rows.items()} == on_new
 
 
+def test_translate_names_the_selection_for_a_group_outside_it(mirrored: Mirrored) -> None:
+    run = cutover("offsets", "translate", "--plan", str(mirrored.plan), "--group", "not-selected-billing")
+    assert run.code == 2, run.err
+    assert "consumer group not-selected-billing is not in the plan's selection (groups.include" in run.err
+    assert "fix: name a selected group, or add it to groups.include in the plan" in run.err
+
+
 def test_rerun_copies_nothing_and_status_shows_no_lag(mirrored: Mirrored) -> None:
     again = cutover("mirror", "--plan", str(mirrored.plan), "--until-caught-up", "-o", "json")
     assert again.code == 0, again.err
