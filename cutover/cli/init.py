@@ -105,6 +105,7 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
     for side in ("old", "new"):
         security = sides[f"{side}_security"]
         user = sides[f"{side}_user"]
+        _contradictions(side, security, user, sides[f"{side}_ca"])
         if security.startswith("SASL"):
             user = _ask(user, f"--{side}-user", f"{side} cluster SASL user")
         clusters[side] = Cluster(
@@ -113,6 +114,10 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
             password_var=sides[f"{side}_password_var"],
             ca=str(Path(sides[f"{side}_ca"]).resolve()) if sides[f"{side}_ca"] else None)
     location = storage or (warehouse if warehouse and warehouse.startswith(("s3://", "s3a://")) else None)
+    if storage and warehouse and warehouse.startswith(("file:", "/")):
+        raise UsageError(f"--warehouse {warehouse} is a local folder, and --storage {storage} is on S3: the files "
+                         "would go to one place and be looked for in the other",
+                         fix="give an s3:// --warehouse under the same bucket, or leave --storage out")
     if location is not None and not location.startswith(("s3://", "s3a://")):
         raise UsageError(f"--storage {location}: not an s3:// location", fix="give s3://BUCKET/PREFIX")
     if location is None and (s3_endpoint or s3_region or s3_path_style):
@@ -153,10 +158,23 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
     return probe.exit_code(report)
 
 
+def _contradictions(side: str, security: str, user: str | None, ca: str | None) -> None:
+    """Answers the chosen security protocol would silently drop: refused, naming both."""
+    dropped = ([f"--{side}-user"] if user and not security.startswith("SASL") else []) + \
+        ([f"--{side}-ca"] if ca and not security.endswith("SSL") else [])
+    if dropped:
+        raise UsageError(f"{' and '.join(dropped)} given with --{side}-security {security}, which has no use for "
+                         f"{'them' if len(dropped) > 1 else 'it'}: nothing was written",
+                         fix=f"choose the --{side}-security that uses {'them' if len(dropped) > 1 else 'it'} "
+                             "(SASL_SSL for a user and a CA, SASL_PLAINTEXT for a user, SSL for a CA), or leave "
+                             f"{'them' if len(dropped) > 1 else 'it'} out")
+
+
 def _render_checked(answers: Any, target: Path) -> str:
     """The plan's text, validated as a plan (with stand-ins for its password variables) before it is written."""
     import tempfile
 
+    from cutover.errors import PlanError
     from cutover.plan import load_plan
     from cutover.plan.init import render
 
@@ -165,5 +183,9 @@ def _render_checked(answers: Any, target: Path) -> str:
         draft = Path(folder) / target.name
         draft.write_text(text.replace("env_file:", "# env_file:"))
         stand_in = f"cutover-init-stand-in-{os.urandom(8).hex()}"  # registered as a secret: never met again
-        load_plan(draft, environ={**os.environ, **{v: stand_in for v in answers.variables()}})
+        try:
+            load_plan(draft, environ={**os.environ, **{v: stand_in for v in answers.variables()}})
+        except PlanError as exc:  # named against the plan it would have been, not a file that is gone
+            raise PlanError([p.replace(str(draft), str(target)) + " (nothing was written)"
+                             for p in exc.problems]) from None
     return text

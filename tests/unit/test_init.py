@@ -86,12 +86,22 @@ def test_s3_storage_is_written_with_its_endpoint_and_keys_as_variables(
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--old-security", "SASL_PLAINTEXT"],
      ["cutover init needs --old-user"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--s3-endpoint", "http://s3"], ["need S3 storage"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--old-user", "app", "--old-ca", "/ca.pem"],
+     ["--old-user and --old-ca given with --old-security PLAINTEXT, which has no use for them: nothing was written",
+      "fix: choose the --old-security that uses them"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--new-security", "SASL_PLAINTEXT", "--new-user", "u",
+      "--new-ca", "/ca.pem"], ["--new-ca given with --new-security SASL_PLAINTEXT, which has no use for it"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "sqlite:////tmp/c.db", "--warehouse",
+      "file:///data/w", "--storage", "s3://b/w"], ["--warehouse file:///data/w is a local folder, and --storage "
+                                                   "s3://b/w is on S3"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "o:1"], ["names o:1, as clusters.old does", "(nothing was written)"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "http://c", "--storage", "/data"],
      ["--storage /data: not an s3:// location"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--storage", "s3://b/w"], ["--storage needs a catalog"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "http://c", "--storage", "s3://b/w",
       "--s3-key-var", ""], ["--s3-key-var and --s3-secret-var go together"]),
 ], ids=["no-bootstrap", "bad-table", "table-without-catalog", "bad-name", "sasl-without-user", "s3-without-storage",
+        "user-and-ca-with-plaintext", "ca-with-sasl-plaintext", "file-warehouse-s3-storage", "same-cluster-twice",
         "storage-not-s3", "storage-without-catalog", "one-key-var"])
 def test_bad_answers_write_nothing(argv: list[str], words: list[str], tmp_path: Path,
                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,6 +110,7 @@ def test_bad_answers_write_nothing(argv: list[str], words: list[str], tmp_path: 
     for w in words:
         assert w in err, err
     assert list(tmp_path.iterdir()) == [] and "Traceback" not in err
+    assert "/tmp/tmp" not in err  # a problem is named against the plan's path, not a draft that is gone
 
 
 def test_an_existing_plan_is_kept_unless_forced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
