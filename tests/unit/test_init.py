@@ -94,7 +94,8 @@ def test_s3_storage_is_written_with_its_endpoint_and_keys_as_variables(
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "sqlite:////tmp/c.db", "--warehouse",
       "file:///data/w", "--storage", "s3://b/w"], ["--warehouse file:///data/w is a local folder, and --storage "
                                                    "s3://b/w is on S3"]),
-    (["--old-bootstrap", "o:1", "--new-bootstrap", "o:1"], ["names o:1, as clusters.old does", "(nothing was written)"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "o:1"],
+     ["names o:1, as clusters.old does", "(nothing was written)"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "http://c", "--storage", "/data"],
      ["--storage /data: not an s3:// location"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--storage", "s3://b/w"], ["--storage needs a catalog"]),
