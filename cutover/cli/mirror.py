@@ -10,7 +10,7 @@ import click
 
 from cutover.cli.options import output_option, plan_option, stop_on_signals, timeout_option
 from cutover.errors import UsageError
-from cutover.output import Format, emit, table
+from cutover.output import Format, emit, progress, table
 
 if TYPE_CHECKING:
     from cutover.mirror.runner import RunSummary
@@ -35,6 +35,9 @@ _reverse = click.option("--reverse", is_flag=True,
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
 @click.option("--ready-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Create FILE once the mirror owns its partitions and is copying (for supervisors).")
+@click.option("--idle-when-closed", is_flag=True,
+              help="When the switch closes this mirror (exit 8), stay up idle until stopped, for supervisors "
+                   "that restart every exit (a Kubernetes StatefulSet).")
 @click.option("--armed-file", type=click.Path(dir_okay=False), metavar="FILE", hidden=True,
               help="(promote) Start armed: create FILE once started, then wait for --go-file before copying.")
 @click.option("--go-file", type=click.Path(dir_okay=False), metavar="FILE", hidden=True)
@@ -46,13 +49,19 @@ _reverse = click.option("--reverse", is_flag=True,
 def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, shard: str, workers: int,
                  reverse: bool,
                  allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, ready_file: str | None,
-                 armed_file: str | None, go_file: str | None, armed_by: int | None, fmt: Format,
+                 idle_when_closed: bool, armed_file: str | None, go_file: str | None, armed_by: int | None, fmt: Format,
                  timeout: float) -> int:
     """Copy the plan's topics and consumer-group offsets, exactly once, from the old cluster to the new.
 
     Runs until SIGINT/SIGTERM (finishing the transaction in flight, if one is open) or,
     with --until-caught-up, until the source end offsets seen at start are reached.
-    Progress goes to stderr; the summary to stdout.
+    Progress goes to stderr; the summary to stdout. Exit 8 when promote closed this forward
+    mirror: its end, as designed (the shipped service files treat it as done).
+
+    \b
+    Example:
+      cutover mirror --plan plan.yaml --until-caught-up
+      cutover mirror --plan plan.yaml --shard 0/3 --metrics-port 9400 --ready-file /run/ready
     """
     if ctx.invoked_subcommand:
         return 0
@@ -85,7 +94,16 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
 
                 opts = replace(opts, gate=lambda: background.await_go(Path(armed_file), Path(go_file), armed_by,
                                                                       stop))
-            summary = runner.run(plan, opts, stop)
+            try:
+                summary = runner.run(plan, opts, stop)
+            except runner.ClosedBySwitch as closed:
+                if not idle_when_closed:
+                    raise
+                if ready_file:
+                    Path(ready_file).unlink(missing_ok=True)
+                progress(f"{closed.message}; idle until stopped (--idle-when-closed)")
+                stop.wait()
+                return int(closed.exit_code)
     emit(summary, fmt, _render_summary)
     return 0
 

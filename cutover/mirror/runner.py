@@ -17,13 +17,13 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from cutover.common import NETWORK_TIMEOUT, TP, in_flight
-from cutover.errors import Refused, UsageError
+from cutover.errors import CutoverError, ExitCode, UsageError
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
 from cutover.mirror import groups, schemas, topics
 from cutover.mirror import state as st
-from cutover.mirror.copier import Copier, transactional_id, went_back
+from cutover.mirror.copier import Copier, Fenced, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
 from cutover.mirror.offsetmap import PartitionMap, SourceWentBack, out_of_range
 from cutover.mirror.shard import Shard
@@ -143,15 +143,27 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         if opts.on_ready:
             opts.on_ready()
         return _loop(r, copier, metrics)
+    except Fenced:
+        if opts.direction == "forward" and not opts.for_switch:  # the switch's drain took this shard over?
+            _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))
+        raise
     finally:
         copier.close()
+
+
+class ClosedBySwitch(CutoverError):
+    """The switch closed the forward mirror (promote drained it): the end it was run for, not a failure."""
+
+    exit_code = ExitCode.CLOSED_BY_SWITCH
 
 
 def _refuse_while_switched(plan: Plan, marks: dict[str, Any]) -> None:
     reason = st.closed_by_switch(marks.get(plan.name))
     if reason:
-        raise Refused(reason, fix="the forward mirror runs again once cutover rollback --execute has finished; "
-                                  "stop any supervisor that restarts it meanwhile")
+        raise ClosedBySwitch(f"the switch closed this mirror: {reason}",
+                             fix="nothing to do: this is how a forward mirror ends at promote (exit code 8, which the "
+                                 "shipped systemd units and Kubernetes manifest treat as done); it runs again after "
+                                 "cutover rollback --execute has finished")
 
 
 def _opposite(r: Run) -> dict[TP, PartitionMap]:
@@ -239,6 +251,8 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started
         copier.copy(opts.batch_records, opts.batch_bytes, opts.batch_seconds, until)
         now = time.monotonic()
         if now - last_sync >= sync_every:
+            if opts.direction == "forward" and not opts.for_switch:  # promote closed it: end, as designed
+                _refuse_while_switched(r.plan, st.marks(r.rt, r.source_cluster, opts.timeout))
             _sync_groups(r, copier, metrics)
             _follow_topics(r, copier)
             last_sync = now

@@ -475,7 +475,8 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     # Past the point of no return the forward mirror refuses to start: a supervisor restarting it would
     # copy back what the reverse mirror carries to the old cluster. The switch says so in the mirror state.
     refused = cutover("mirror", "--plan", str(main.file), "--until-caught-up")
-    assert refused.code == 3 and "promote closed the forward mirror" in refused.err, refused.err
+    assert refused.code == 8 and "the switch closed this mirror: promote closed the forward mirror" in refused.err, \
+        refused.err
 
     journal_file = journal.directory(main) / "journal.jsonl"
     with journal_file.open("ab") as f:

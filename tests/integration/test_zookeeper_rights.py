@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from cutover.errors import ExitCode
 from cutover.kafka.clients import ClusterRef
 from cutover.local import certs
 from cutover.local.sandbox import Sandbox
@@ -330,9 +331,28 @@ def test_rights_move_with_the_workload_and_the_promote_waits_for_them(world: Wor
         back = cutover("rollback", "--plan", world.plan_file, "--dry-run", "-o", "json", timeout=300)
         reverse = {c["name"]: c for c in back.json()["checks"]}["rights-match"]
         assert reverse["passed"] and "on the old cluster what it may do on the new one" in reverse["expects"], reverse
+        # The forward mirror, run as a service through all this, ends as designed: exit 8, said plainly.
+        wait_for(lambda: mirror.poll() is not None, 120, "the running forward mirror to see the switch closed it")
+        assert mirror.returncode == ExitCode.CLOSED_BY_SWITCH, _tail(world)
+        assert "the switch closed this mirror: promote closed the forward mirror" in _tail(world)
+        # Restarted by a supervisor: the same end at once; with --idle-when-closed it stays up, not ready.
+        again = cutover("mirror", "--plan", world.plan_file, timeout=120)
+        assert again.code == ExitCode.CLOSED_BY_SWITCH and "the switch closed this mirror" in again.err
+        ready = world.plan.file.with_name("mirror.ready")
+        idle = subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", world.plan_file,
+                                 "--idle-when-closed", "--ready-file", str(ready)], stderr=subprocess.PIPE, text=True)
+        assert idle.stderr is not None
+        line = idle.stderr.readline()
+        while "idle until stopped" not in line:
+            assert line, "the idle mirror ended without saying it idles"
+            line = idle.stderr.readline()
+        assert idle.poll() is None and not ready.exists()
+        idle.terminate()
+        assert idle.wait(60) == ExitCode.CLOSED_BY_SWITCH
     finally:
-        mirror.terminate()
-        mirror.wait(120)
+        if mirror.poll() is None:
+            mirror.terminate()
+            mirror.wait(120)
 
     # The real clients, each with its own credentials, on the new cluster.
     orders = sorted(r.value.decode() for r in read_all(world.plan.cluster("old"), f"{ns}.orders", 3))
@@ -351,8 +371,13 @@ def test_rights_move_with_the_workload_and_the_promote_waits_for_them(world: Wor
 
 
 def cutover_background(world: World) -> Any:
-    return subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", world.plan_file],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with world.plan.file.with_name("mirror.err").open("w") as err:
+        return subprocess.Popen([sys.executable, "-m", "cutover", "mirror", "--plan", world.plan_file],
+                                stdout=subprocess.DEVNULL, stderr=err)
+
+
+def _tail(world: World) -> str:
+    return world.plan.file.with_name("mirror.err").read_text()[-3000:]
 
 
 def _topics_on_new(world: World) -> set[str]:

@@ -11,6 +11,7 @@ import click
 import yaml
 
 from cutover.cli import cli
+from cutover.errors import ExitCode
 from cutover.mirror.shard import Shard
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -41,6 +42,8 @@ def test_the_systemd_units_run_cutover_commands_that_parse() -> None:
     assert "shard %i of 3" in mirror["Unit"]["Description"]
     assert ctx.params["ready_file"] in mirror["Service"]["ExecStartPost"].replace("%i", "0")
     assert mirror["Service"]["KillSignal"] == "SIGTERM" and ctx.params["metrics_port"] == 9400
+    closed = str(int(ExitCode.CLOSED_BY_SWITCH))  # promote closed the mirror: done, and not restarted
+    assert mirror["Service"]["SuccessExitStatus"] == closed and mirror["Service"]["RestartPreventExitStatus"] == closed
     shadow = _unit("cutover-shadow.service")
     sctx = _parses(shlex.split(shadow["Service"]["ExecStart"])[1:])
     assert sctx.params["mode"] == "follow" and shadow["Service"]["KillSignal"] == "SIGTERM"
@@ -57,6 +60,7 @@ def test_the_kubernetes_mirror_runs_one_shard_per_replica() -> None:
         shard = Shard.parse(ctx.params["shard"])
         assert (shard.index, shard.count) == (index, sts["spec"]["replicas"])
     assert container["readinessProbe"]["exec"]["command"] == ["test", "-e", ctx.params["ready_file"]]
+    assert ctx.params["idle_when_closed"]  # a StatefulSet restarts every exit: no crash loop after promote
     assert container["ports"][0]["containerPort"] == ctx.params["metrics_port"]
     assert container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == \
         "metadata.labels['apps.kubernetes.io/pod-index']"
