@@ -63,7 +63,18 @@ def _apply_verbosity(flags: dict[str, bool]) -> None:
     output.set_reporter((lambda _line: None) if quiet else output.to_stderr)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Workflow(click.Group):
+    """Commands listed in the order a migration uses them, not alphabetically."""
+
+    ORDER = ("demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "shadow", "verify",
+             "drill", "promote", "status", "rollback", "jars")
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: (self.ORDER.index(n) if n in self.ORDER else len(self.ORDER), n))
+
+
+@click.group(cls=_Workflow, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 76})
 @click.version_option(__version__, "-V", "--version", prog_name="cutover")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
@@ -91,6 +102,9 @@ def _register() -> None:
     cli.add_command(drill.drill_group)
     cli.add_command(drill.demo_cmd)
     _add_verbosity(cli)
+    from cutover.cli import examples
+
+    examples.attach(cli)
 
 
 def _add_verbosity(command: click.Command) -> None:

@@ -26,7 +26,8 @@ def drill_group() -> None:
     """Rehearse the migration and its failures from a runbook (runbooks/), keeping a report.
 
     \b
-    cutover drill RUNBOOK --plan FILE [--auto] [--keep-going] [--report DIR] [--param K=V]
+    cutover drill RUNBOOK --plan FILE [--auto] [--keep-going]
+                  [--report DIR] [--param K=V]
     cutover drill show RUNBOOK
     """
 

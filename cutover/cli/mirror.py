@@ -21,7 +21,7 @@ _reverse = click.option("--reverse", is_flag=True,
 
 @click.group("mirror", invoke_without_command=True)
 @click.option("--plan", "plan_file", envvar="CUTOVER_PLAN", metavar="FILE", type=click.Path(dir_okay=False),
-              help="The migration plan (YAML). Env: CUTOVER_PLAN.")
+              help="The migration plan (YAML). Env: CUTOVER_PLAN.  [required]")
 @click.option("--until-caught-up", is_flag=True,
               help="Stop once every partition reaches the source end seen at start (after a final group sync).")
 @click.option("--shard", default="0/1", show_default=True, metavar="I/N",
@@ -57,11 +57,6 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
     with --until-caught-up, until the source end offsets seen at start are reached.
     Progress goes to stderr; the summary to stdout. Exit 8 when promote closed this forward
     mirror: its end, as designed (the shipped service files treat it as done).
-
-    \b
-    Example:
-      cutover mirror --plan plan.yaml --until-caught-up
-      cutover mirror --plan plan.yaml --shard 0/3 --metrics-port 9400 --ready-file /run/ready
     """
     if ctx.invoked_subcommand:
         return 0

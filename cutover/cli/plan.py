@@ -48,7 +48,8 @@ def schema_cmd() -> int:
     \b
     Example:
       cutover plan schema > plan.schema.json
-      # VS Code (YAML extension): "yaml.schemas": {"plan.schema.json": "plan.yaml"}
+      # VS Code's YAML extension, in settings.json:
+      #   "yaml.schemas": {"plan.schema.json": "plan.yaml"}
     """
     import json
     import sys

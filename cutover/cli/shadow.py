@@ -36,7 +36,7 @@ def parse_start_offsets(text: str | None) -> dict[str, dict[int, int]] | None:
 
 @click.group("shadow", invoke_without_command=True)
 @click.option("--plan", "plan_file", envvar="CUTOVER_PLAN", metavar="FILE", type=click.Path(dir_okay=False),
-              help="The migration plan (YAML). Env: CUTOVER_PLAN.")
+              help="The migration plan (YAML). Env: CUTOVER_PLAN.  [required]")
 @_table
 @click.option("--until-caught-up", "mode", flag_value="until-caught-up", default=True,
               help="Write what the topic holds now, then exit (default).")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 import pytest
 
 from cutover.cli import main
@@ -66,8 +67,8 @@ def test_help_lists_only_working_commands(capsys: pytest.CaptureFixture[str]) ->
     code, out, _ = run(["--help"], capsys)
     assert code == 0
     listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.startswith("  ")]
-    assert listed == ["demo", "drill", "init", "jars", "local", "mirror", "offsets", "plan", "promote", "registry",
-                      "rights", "rollback", "shadow", "status", "verify"]
+    assert listed == ["demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "shadow", "verify",
+                      "drill", "promote", "status", "rollback", "jars"]  # in the order a migration uses them
 
 
 def test_local_status_without_a_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,3 +97,72 @@ def test_zookeeper_needs_kafka_3_9_and_nothing_is_written(tmp_path: Path, capsys
     code, _, err = run(["local", "up", "--metadata", "old=etcd", "--dir", str(tmp_path / "sb")], capsys)
     assert code == ExitCode.USAGE and "expected CLUSTER=MODE with CLUSTER old or new and MODE one of kraft, zookeeper" \
         in err
+
+
+def _every_command() -> list[tuple[str, click.Command, click.Context]]:
+    from cutover.cli import cli
+
+    out = []
+
+    def walk(group: click.Group, path: str, ctx: click.Context) -> None:
+        for name in group.list_commands(ctx):
+            command = group.commands[name]
+            if command.hidden:
+                continue
+            sub = click.Context(command, info_name=name, parent=ctx)
+            out.append((f"{path} {name}", command, sub))
+            if isinstance(command, click.Group):
+                walk(command, f"{path} {name}", sub)
+
+    walk(cli, "cutover", click.Context(cli, info_name="cutover", max_content_width=cli.context_settings[
+        "max_content_width"]))
+    return out
+
+
+def _examples(help_text: str) -> list[list[str]]:
+    """The example command lines of a help text (continued lines joined, comments dropped)."""
+    import shlex
+
+    block = help_text.split("Example:", 1)[1].split("\n\n", 1)[0]
+    lines, joined = [], ""
+    for raw in block.splitlines():
+        text = raw.split("  #", 1)[0].strip()
+        if not text:
+            continue
+        joined += " " + text.rstrip("\\").strip()
+        if not text.endswith("\\"):
+            lines.append(shlex.split(joined.split(">", 1)[0]))
+            joined = ""
+    return lines
+
+
+def test_every_command_has_an_example_that_parses_and_help_fits_80_columns(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cutover.cli import cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    commands = _every_command()
+    assert len(commands) > 30
+    without = [name for name, command, _ in commands if "Example:" not in (command.help or "")]
+    assert without == []
+    for name, command, ctx in commands:
+        wide = [line for line in command.get_help(ctx).splitlines() if len(line) > 79]
+        assert wide == [], (name, wide)
+        for argv in _examples(command.help or ""):
+            assert argv[0] == "cutover", (name, argv)
+            target: click.Command = cli
+            rest = argv[1:]
+            while isinstance(target, click.Group) and rest and rest[0] in target.commands:
+                target, rest = target.commands[rest[0]], rest[1:]
+            if isinstance(target, click.Group) and rest and target.name == "drill":
+                target, rest = target.commands["run"], rest  # `cutover drill RUNBOOK` runs it
+            target.make_context(target.name or "", list(rest), resilient_parsing=False)  # an unknown flag fails
+
+
+def test_a_required_plan_is_marked_in_every_commands_help(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    for name, command, ctx in _every_command():
+        plan = next((p for p in command.params if "--plan" in getattr(p, "opts", [])), None)
+        if plan is None or name == "cutover init":
+            continue
+        assert "[required]" in command.get_help(ctx), name
