@@ -4,7 +4,7 @@
 
 One throwaway sandbox; one topic of PARTITIONS partitions on the old cluster (20 records each),
 mirrored once. Then, for each group count N, N consumer groups are committed on the old cluster
-at random positions on every partition, and one `cutover mirror sync-groups` is timed (wall,
+at random positions on every partition, and one `cutover offsets sync` is timed (wall,
 process start included: the state read, every group's offsets on both clusters, the translations,
 the commits). Each run checks every group on every partition: the target offset must be the exact
 target position of the record the group reads next on the old cluster. With --mm2, MirrorMaker 2
@@ -77,14 +77,14 @@ def main() -> None:
             chosen.update(commit_many(old, more, args.partitions, rnd))
             done += more
             start = time.monotonic()
-            run = subprocess.run([CLI, "mirror", "sync-groups", "--plan", str(plan), "-o", "json"],
+            run = subprocess.run([CLI, "offsets", "sync", "--plan", str(plan), "-o", "json"],
                                  capture_output=True, text=True)
             seconds = time.monotonic() - start
             if run.returncode:
                 raise SystemExit(f"sync-groups failed: {run.stderr}")
             synced = sum(1 for g in json.loads(run.stdout)["groups"] if len(g["committed"]) == args.partitions)
             reread, skipped, missing = misses(source, target, chosen, target_offsets(new, TOPIC, done))
-            rows.append((f"cutover mirror sync-groups, {n:,} groups", n, seconds, synced, reread, skipped,
+            rows.append((f"cutover offsets sync, {n:,} groups", n, seconds, synced, reread, skipped,
                          missing))
         if args.mm2:
             admin = AdminClient({"bootstrap.servers": new})

@@ -7,8 +7,8 @@ cluster with 500 records per partition, GROUPS consumer groups with committed of
 three topics each, and mirrors everything. Then, on the same clusters:
 
 1. baseline, by hand: after 50 more records per partition, the minimum an operator
-   scripts without promote: `cutover mirror --until-caught-up` (drain) + `cutover mirror
-   sync-groups` + writing the routing file. No quiet check, no journal, no reverse mirror.
+   scripts without promote: `cutover mirror --until-caught-up` (drain) + `cutover offsets
+   sync` + writing the routing file. No quiet check, no journal, no reverse mirror.
 2. `cutover promote --execute` after another 50 records per partition, with no-op
    freeze/stop hooks: the freeze window it journals (producer freeze to clients
    switched), per step.
@@ -124,7 +124,7 @@ def _round(old: dict[str, str], topics: list[str], plan: Path, tmp: Path,
     began = time.monotonic()
     cli("mirror", "--plan", str(plan), "--until-caught-up")
     drained = time.monotonic()
-    synced = cli("mirror", "sync-groups", "--plan", str(plan))
+    synced = cli("offsets", "sync", "--plan", str(plan))
     (tmp / "routing.json").write_text(json.dumps({"active": "new"}))
     by_hand = time.monotonic() - began
     ok = [g for g in synced["groups"] if not g["reason"] and not g["skipped"]]

@@ -120,11 +120,13 @@ _register()
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and map every outcome to an exit code."""
     from cutover import interrupt
+    from cutover.cli import renames
 
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = renames.rewrite(list(argv if argv is not None else sys.argv[1:]), cli)
+    debug = "--debug" in args
     interrupt.install()
     try:
-        code = cli.main(args=argv, prog_name="cutover", standalone_mode=False)
+        code = cli.main(args=args, prog_name="cutover", standalone_mode=False)
     except CutoverError as exc:
         if debug:
             traceback.print_exc()

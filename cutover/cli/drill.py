@@ -49,7 +49,7 @@ def _params(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--keep-going", is_flag=True, help="Go on after a failed expectation (errors still stop).")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), help="Where to write the report.")
 @click.option("--param", "params", multiple=True, metavar="K=V", help="Override a runbook parameter.")
-@click.option("--sandbox", "sandbox_dir", type=click.Path(file_okay=False),
+@click.option("--dir", "sandbox_dir", type=click.Path(file_okay=False),
               help="The local sandbox's folder, if not the default.")
 @output_option
 @timeout_option(whole=False)

@@ -41,7 +41,7 @@ def _decorate(f: Any) -> Any:
                      help="Topics that move (repeatable; full match). Default: all."),
         click.option("--groups", "groups", multiple=True, metavar="REGEX",
                      help="Consumer groups that move (repeatable; full match). Default: all."),
-        click.option("--table", "tables", multiple=True, metavar="TOPIC=OLD:NEW",
+        click.option("--pair", "tables", multiple=True, metavar="TOPIC=OLD:NEW",
                      help="A topic's old table and the table cutover shadow writes (repeatable), e.g. "
                           "orders=legacy.orders:cutover.orders."),
         click.option("--catalog-uri", metavar="URI", help="The Iceberg catalog: http(s)://... (REST) or a SQL "
@@ -135,7 +135,7 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
                       catalog_uri=catalog_uri, catalog_name=catalog_name, warehouse=warehouse, env_file=env_file,
                       storage=s3)
     if answers.tables and not catalog_uri:
-        raise UsageError("--table needs a catalog", fix="give --catalog-uri (and --warehouse) too")
+        raise UsageError("--pair needs a catalog", fix="give --catalog-uri (and --warehouse) too")
     text = _render_checked(answers, target)
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(text)

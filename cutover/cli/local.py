@@ -161,7 +161,8 @@ def jars_group() -> None:
 
 
 @jars_group.command("fetch")
-@click.option("--sandbox", is_flag=True, help="Also the Kafka broker the local sandbox runs (cutover local up).")
+@click.option("--with-sandbox", "sandbox", is_flag=True,
+              help="Also the Kafka broker the local sandbox runs (cutover local up).")
 def jars_fetch_cmd(fmt: Format, sandbox: bool, with_mirror_maker: bool, with_lake: bool, with_connect: bool,
                    with_registry: bool) -> None:
     """Resolve the jars from Maven Central into the cache (with mvn, once): the
@@ -172,7 +173,7 @@ def jars_fetch_cmd(fmt: Format, sandbox: bool, with_mirror_maker: bool, with_lak
 
 @local_group.command("fetch")
 def fetch_cmd(fmt: Format, with_mirror_maker: bool, with_lake: bool, with_connect: bool, with_registry: bool) -> None:
-    """The same as cutover jars fetch --sandbox: the Kafka broker and the Spark extras."""
+    """The same as cutover jars fetch --with-sandbox: the Kafka broker and the Spark extras."""
     _fetch(fmt, True, with_mirror_maker, with_lake, with_connect, with_registry)
 
 
@@ -206,13 +207,13 @@ def down_cmd(folder: Path | None, fmt: Format, purge: bool) -> None:
 @output_option
 @click.option("--kill", is_flag=True, help="SIGKILL instead of a clean shutdown (a crash, for drills).")
 @_broker_option
-@click.option("--on", "on", type=click.Choice(["old", "new"]), default=None,
+@click.option("--cluster", "on", type=click.Choice(["old", "new"]), default=None,
               help="registry: only the registry of this cluster (default: both).")
 def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: int | None, on: str | None) -> None:
     """Stop one cluster (or one broker of it), the catalog server or storage, keeping its data, the
-    Kafka Connect worker, or the schema registries (--on: one of them)."""
+    Kafka Connect worker, or the schema registries (--cluster: one of them)."""
     if on is not None and cluster != "registry":
-        raise click.UsageError(f"--on is for the registry, not the {cluster}; leave it out")
+        raise click.UsageError(f"--cluster is for the registry, not the {cluster}; leave it out")
     if cluster in ("catalog", "storage", "connect", "registry"):
         _no_broker(cluster, node)
         sandbox = _sandbox(folder)
@@ -232,7 +233,7 @@ def stop_cmd(cluster: str, folder: Path | None, fmt: Format, kill: bool, node: i
 @_dir_option
 @output_option
 @_broker_option
-@click.option("--on", "on", type=click.Choice(["old", "new"]), default=None,
+@click.option("--cluster", "on", type=click.Choice(["old", "new"]), default=None,
               help="connect: the cluster the Kafka Connect worker runs on (default: where it ran last, else "
               "old). Running on the other one, it is stopped and moved; create its connectors there again.")
 def start_cmd(cluster: str, folder: Path | None, fmt: Format, node: int | None, on: str | None) -> None:
@@ -240,7 +241,7 @@ def start_cmd(cluster: str, folder: Path | None, fmt: Format, node: int | None, 
     old ports, with its data; or the Kafka Connect worker (Apache Kafka's Connect with Apache
     Iceberg's sink connector) on a cluster, its REST API on 127.0.0.1."""
     if on is not None and cluster != "connect":
-        raise click.UsageError(f"--on is for the Connect worker, not the {cluster}; leave it out")
+        raise click.UsageError(f"--cluster is for the Connect worker, not the {cluster}; leave it out")
     if cluster == "connect":
         _no_broker(cluster, node)
         emit(_sandbox(folder).start_connect(on), fmt,

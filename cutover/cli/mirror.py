@@ -24,6 +24,7 @@ _reverse = click.option("--reverse", is_flag=True,
               help="The migration plan (YAML). Env: CUTOVER_PLAN.  [required]")
 @click.option("--until-caught-up", is_flag=True,
               help="Stop once every partition reaches the source end seen at start (after a final group sync).")
+@click.option("--follow", is_flag=True, help="Run until stopped (the default), as shadow --follow does.")
 @click.option("--shard", default="0/1", show_default=True, metavar="I/N",
               help="Mirror only this process's share of the partitions (deterministic split).")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, metavar="N",
@@ -46,7 +47,8 @@ _reverse = click.option("--reverse", is_flag=True,
 @output_option
 @timeout_option(whole=False)
 @click.pass_context
-def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, shard: str, workers: int,
+def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, follow: bool, shard: str,
+                 workers: int,
                  reverse: bool,
                  allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, ready_file: str | None,
                  idle_when_closed: bool, armed_file: str | None, go_file: str | None, armed_by: int | None, fmt: Format,
@@ -62,6 +64,8 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
         return 0
     if not plan_file:
         raise UsageError("cutover mirror needs --plan FILE (or CUTOVER_PLAN)", fix="cutover mirror --plan plan.yaml")
+    if follow and until_caught_up:
+        raise UsageError("--follow and --until-caught-up contradict each other", fix="give one of them")
     from cutover.mirror import runner
     from cutover.mirror.shard import Shard
     from cutover.plan import load_plan
@@ -137,26 +141,10 @@ def status_cmd(plan_file: str, reverse: bool, fmt: Format, timeout: float) -> in
     return 0
 
 
-@mirror_group.command("sync-groups")
-@plan_option
-@_reverse
-@click.option("--allow-rewind", is_flag=True, help="Let the sync move a target group backwards.")
-@output_option
-@timeout_option(whole=True)
-def sync_cmd(plan_file: str, reverse: bool, allow_rewind: bool, fmt: Format, timeout: float) -> int:
-    """Translate and commit the selected groups' offsets now (only groups with no active members on the target)."""
-    from cutover.mirror import groups
-    from cutover.plan import load_plan
-
-    outcomes = groups.sync_now(load_plan(plan_file), "reverse" if reverse else "forward", allow_rewind, timeout)
-    emit({"groups": [o.as_dict() for o in outcomes]}, fmt,
-         lambda r: "\n".join(_render_groups(r["groups"])) or "no selected group has committed offsets")
-    return 0
-
-
 @click.group("offsets")
 def offsets_group() -> None:
-    """Translate consumer-group offsets between the clusters through the mirror's exact offset map."""
+    """Translate consumer-group offsets between the clusters through the mirror's exact offset map, and
+    commit them now."""
 
 
 @offsets_group.command("translate")
@@ -180,3 +168,20 @@ def translate_cmd(plan_file: str, group: str, reverse: bool, fmt: Format, timeou
                            str(p["target_offset"]) if p["target_offset"] is not None else f"- ({p['reason']})"]
                           for p in r["partitions"]], ["topic", "partition", "source", "target"]))
     return 0 if all(p["target_offset"] is not None for p in result) else 1
+
+
+@offsets_group.command("sync")
+@plan_option
+@_reverse
+@click.option("--allow-rewind", is_flag=True, help="Let the sync move a target group backwards.")
+@output_option
+@timeout_option(whole=True)
+def sync_cmd(plan_file: str, reverse: bool, allow_rewind: bool, fmt: Format, timeout: float) -> int:
+    """Translate and commit the selected groups' offsets now (only groups with no active members on the target)."""
+    from cutover.mirror import groups
+    from cutover.plan import load_plan
+
+    outcomes = groups.sync_now(load_plan(plan_file), "reverse" if reverse else "forward", allow_rewind, timeout)
+    emit({"groups": [o.as_dict() for o in outcomes]}, fmt,
+         lambda r: "\n".join(_render_groups(r["groups"])) or "no selected group has committed offsets")
+    return 0

@@ -50,8 +50,8 @@ class Table:
         """`TOPIC=OLD_TABLE:NEW_TABLE`, e.g. `orders=legacy.orders:cutover.orders`."""
         m = re.fullmatch(r"([^=\s]+)=([\w.]+):([\w.]+)", text.strip())
         if m is None:
-            raise UsageError(f"--table {text!r}: expected TOPIC=OLD_TABLE:NEW_TABLE",
-                             fix="e.g. --table orders=legacy.orders:cutover.orders (tables as namespace.table)")
+            raise UsageError(f"--pair {text!r}: expected TOPIC=OLD_TABLE:NEW_TABLE",
+                             fix="e.g. --pair orders=legacy.orders:cutover.orders (tables as namespace.table)")
         return cls(*m.groups())
 
 

@@ -139,8 +139,8 @@ def test_the_worker_is_in_local_status_and_moves_between_clusters(sandbox: Sandb
     finally:
         sandbox.start_connect("old")
     assert worker.version()["kafka_cluster_id"] == old_id
-    wrong = cutover("local", "start", "old", "--on", "new", "--dir", str(sandbox.dir))
-    assert wrong.code == 2 and "--on is for the Connect worker" in wrong.err
+    wrong = cutover("local", "start", "old", "--cluster", "new", "--dir", str(sandbox.dir))
+    assert wrong.code == 2 and "--cluster is for the Connect worker" in wrong.err
 
 
 def _shadow_rows(plan: Plan, table: str) -> list[dict[str, Any]]:
@@ -282,7 +282,7 @@ if action == "pause":
     rest.pause(name)
     rest.wait(name, "PAUSED", 120)
 else:
-    subprocess.run(["{cutover}", "local", "start", "connect", "--on", cluster, "--dir", "{sandbox}"], check=True)
+    subprocess.run(["{cutover}", "local", "start", "connect", "--cluster", cluster, "--dir", "{sandbox}"], check=True)
     if rest.config(name) is None:
         rest.put(name, json.loads(open("{config}").read()))
     else:

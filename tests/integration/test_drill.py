@@ -102,7 +102,7 @@ def test_a_failing_expectation_stops_the_drill_and_the_report_names_it(
         {"name": "never reached", "action": "traffic.stop"},
     ])
     run = cutover("drill", str(rb), "--plan", str(plan.file), "--auto", "--report", str(tmp_path / "r"),
-                  "--sandbox", str(sandbox.dir), "-o", "json")
+                  "--dir", str(sandbox.dir), "-o", "json")
     assert run.code == 4, run.err
     assert "drill check failed at step 3 (impossibly fast): step 'some records' took" in run.err
     result = json.loads((tmp_path / "r" / "result.json").read_text())
@@ -111,7 +111,7 @@ def test_a_failing_expectation_stops_the_drill_and_the_report_names_it(
     assert "failed at step 3 (impossibly fast)" in (tmp_path / "r" / "report.html").read_text()
 
     going = cutover("drill", str(rb), "--plan", str(plan.file), "--auto", "--keep-going", "--report",
-                    str(tmp_path / "r2"), "--sandbox", str(sandbox.dir), "-o", "json")
+                    str(tmp_path / "r2"), "--dir", str(sandbox.dir), "-o", "json")
     assert going.code == 4, going.err
     assert [s["outcome"] for s in going.json()["steps"]] == ["passed", "passed", "failed", "passed"]
     assert going.json()["failed_step"]["name"] == "impossibly fast"
@@ -139,7 +139,7 @@ def test_sandbox_faults_become_manual_steps_against_another_environment(
     rb = _runbook(tmp_path, [{"name": "stop new", "fault": "cluster.stop", "with": {"cluster": "new"}},
                              {"name": "tell someone", "manual": "Call the on-call"}])
     run = cutover("drill", str(rb), "--plan", str(plan.file), "--auto", "--report", str(tmp_path / "r"),
-                  "--sandbox", str(tmp_path / "no-sandbox-here"), "-o", "json")
+                  "--dir", str(tmp_path / "no-sandbox-here"), "-o", "json")
     assert run.code == 0, run.err
     assert "MANUAL: stop the new cluster's broker (not the sandbox: do this by hand)" in run.err
     assert "MANUAL: Call the on-call" in run.err

@@ -67,7 +67,7 @@ COMMANDS = {
     "plan-check": ["plan", "check"],
     "status": ["status"],
     "mirror-status": ["mirror", "status"],
-    "sync-groups": ["mirror", "sync-groups"],
+    "sync-groups": ["offsets", "sync"],
     "offsets-translate": ["offsets", "translate", "--group", "billing"],
     "promote": ["promote", "--execute"],
     "mirror": ["mirror"],

@@ -103,11 +103,11 @@ def test_follow_mode_syncs_groups_serves_metrics_and_stops_cleanly(sandbox: Sand
         # further on the target than the translation: never moved back without --allow-rewind
         commit(new, group, {(topic, 0): 25})
         commit(old, group, {(topic, 0): 5})
-        run = cutover("mirror", "sync-groups", "--plan", str(scoped), "-o", "json")
+        run = cutover("offsets", "sync", "--plan", str(scoped), "-o", "json")
         skipped = run.json()["groups"][0]["skipped"]
         assert [s["partition"] for s in skipped] == [0] and "--allow-rewind" in skipped[0]["reason"]
         assert group_info(ref_new, group).offsets[(topic, 0)] == 25
-        rewind = cutover("mirror", "sync-groups", "--plan", str(scoped), "--allow-rewind", "-o", "json")
+        rewind = cutover("offsets", "sync", "--plan", str(scoped), "--allow-rewind", "-o", "json")
         assert rewind.code == 0 and group_info(ref_new, group).offsets[(topic, 0)] == 5
     finally:
         code, out, err = stop(proc, signal.SIGTERM)
@@ -119,7 +119,7 @@ def test_follow_mode_syncs_groups_serves_metrics_and_stops_cleanly(sandbox: Sand
 
 
 def _sync_reason(plan_file: Path, group: str) -> str:
-    run = cutover("mirror", "sync-groups", "--plan", str(plan_file), "-o", "json")
+    run = cutover("offsets", "sync", "--plan", str(plan_file), "-o", "json")
     return " ".join(g["reason"] or "" for g in run.json()["groups"] if g["group"] == group)
 
 
@@ -217,7 +217,7 @@ def test_reverse_mirror_carries_new_records_and_groups_back(sandbox: Sandbox, pl
                 ends.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
         commit(new, f"{ns}.g{i}", positions)
     ends.close()
-    sync = cutover("mirror", "sync-groups", "--reverse", "--plan", str(scoped), "-o", "json")
+    sync = cutover("offsets", "sync", "--reverse", "--plan", str(scoped), "-o", "json")
     assert sync.code == 0, sync.err
     for i in range(4):
         for p in (0, 1):

@@ -487,7 +487,7 @@ def test_a_sync_cut_short_by_the_registry_dying_finishes_exactly_when_run_again(
     new_reg = RegistryClient("new", {"url": registries["new"]})
     versions = [old_reg.version(f"{topic}-value", v) for v in old_reg.versions(f"{topic}-value")]
     assert len(versions) == 4
-    assert cutover("local", "stop", "registry", "--on", "new", "--kill", "--dir", str(sandbox.dir)).code == 0
+    assert cutover("local", "stop", "registry", "--cluster", "new", "--kill", "--dir", str(sandbox.dir)).code == 0
     assert RegistryClient("old", {"url": registries["old"]}).subjects()  # the other one still answers
     try:
         dead = cutover("registry", "sync", "--plan", str(mirror_plan), "--execute", "--timeout", "3")

@@ -29,7 +29,7 @@ def test_a_sasl_ssl_plan_is_written_commented_with_the_password_as_a_variable(
                           "--old-sasl-mechanism", "SCRAM-SHA-256", "--old-user", "cutover-reader",
                           "--old-ca", "/etc/kafka/ca.pem", "--new-bootstrap", "kafka-new:9092",
                           "--topics", "orders", "--topics", "payments\\..*", "--groups", "billing-.*",
-                          "--table", "orders=legacy.orders:cutover.orders",
+                          "--pair", "orders=legacy.orders:cutover.orders",
                           "--catalog-uri", "http://catalog:8181", "--warehouse", "s3://lake/wh"], capsys)
     # the password and storage key variables are not set: written, not checked, not ready
     assert code == 3, err
@@ -79,9 +79,9 @@ def test_s3_storage_is_written_with_its_endpoint_and_keys_as_variables(
 @pytest.mark.parametrize(("argv", "words"), [
     (["--new-bootstrap", "n:1"], ["cutover init needs --old-bootstrap", "fix: give --old-bootstrap, or run cutover "
                                   "init at a terminal to be asked"]),
-    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--table", "orders"],
-     ["--table 'orders': expected TOPIC=OLD_TABLE:NEW_TABLE"]),
-    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--table", "orders=a.b:c.d"], ["--table needs a catalog"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--pair", "orders"],
+     ["--pair 'orders': expected TOPIC=OLD_TABLE:NEW_TABLE"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--pair", "orders=a.b:c.d"], ["--pair needs a catalog"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--name", "a/b"], ["'a/b' cannot name a plan"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--old-security", "SASL_PLAINTEXT"],
      ["cutover init needs --old-user"]),
