@@ -28,7 +28,7 @@ DECISIVE: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "denied", "
 
 #: What a TLS handshake failure says when the setup is wrong, not when a broker went away mid-handshake.
 _TLS_SETUP = ("unexpected eof", "certificate", "wrong version", "unknown ca", "protocol version", "packet length",
-              "no shared cipher", "handshake failure")
+              "no shared cipher", "handshake failure", "plaintext broker listener")
 
 
 def decisive(lines: Iterable[str], props: Mapping[str, str]) -> bool:

@@ -86,6 +86,10 @@ def test_only_causes_no_wait_can_change_end_a_wait_at_once() -> None:
     plaintext = ("FAIL [thrd:ssl://127.0.0.1:9092/bootstrap]: ssl://127.0.0.1:9092/bootstrap: SSL handshake failed: "
                  "error:0A000126:SSL routines::unexpected eof while reading (after 2ms in state SSL_HANDSHAKE)")
     assert decisive([plaintext], {"security.protocol": "SSL"})
+    closed = ("FAIL [thrd:ssl://127.0.0.1:12796/bootstrap]: ssl://127.0.0.1:12796/bootstrap: SSL handshake failed: "
+              "Disconnected: SSL connection closed by peer: connecting to a PLAINTEXT broker listener? (after 1ms in "
+              "state SSL_HANDSHAKE)")  # the same mistake, as librdkafka words it on another run
+    assert decisive([closed], {"security.protocol": "SSL"})
     assert decisive(["FAIL [thrd:x]: Failed to resolve 'kafka-olld:9092': Name or service not known"], {})
     went_away = "FAIL [thrd:x]: SSL handshake failed: Disconnected: connection reset by peer"
     refused = ("FAIL [thrd:127.0.0.1:9092/bootstrap]: 127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: "
