@@ -53,12 +53,13 @@ class Inventory:
         return self.authorizer.acls
 
 
-def read(plan: Plan, side: ClusterSide, timeout: float, client: AdminClient | None = None) -> Inventory:
-    """The cluster's whole rights state (the plan's selection is applied later, by the diff)."""
+def read(plan: Plan, side: ClusterSide, timeout: float, quotas: bool = True) -> Inventory:
+    """The cluster's whole rights state (the plan's selection is applied later, by the diff);
+    without `quotas`, its client quotas are left unread (empty)."""
     from cutover.kafka.clients import admin
 
     ref = ClusterRef.of(plan, side)
-    client = client if client is not None else admin(ref)
+    client = admin(ref)
     rights = plan.spec.rights
     allowed_to(ref, client, "DESCRIBE", "reading its ACLs", timeout)
     acls = read_acls(ref, client, timeout)
@@ -68,7 +69,8 @@ def read(plan: Plan, side: ClusterSide, timeout: float, client: AdminClient | No
     enabled = acls is not None and bool(settings.get("authorizer.class.name"))
     authorizer = Authorizer.of(acls or (), rights.super_users_of(side) if rights else (),
                                rights.allow_if_no_acl_of(side) if rights else False, enabled)
-    return Inventory(side, authorizer, quota_api.describe(ref, timeout), read_scram(ref, client, timeout), settings)
+    found = quota_api.describe(ref, timeout) if quotas else {}
+    return Inventory(side, authorizer, found, read_scram(ref, client, timeout), settings)
 
 
 def allowed_to(ref: ClusterRef, client: AdminClient, operation: str, doing: str, timeout: float) -> None:

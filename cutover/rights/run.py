@@ -8,10 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import KafkaException
-
-from cutover.kafka.clients import ClusterRef, admin
-from cutover.kafka.inspect import list_groups
+from cutover.kafka.clients import ClusterRef
+from cutover.kafka.inspect import list_groups, partition_counts
 from cutover.plan import Plan, variables
 from cutover.plan.model import ClusterSide
 from cutover.rights import apply as applying
@@ -33,12 +31,7 @@ def principal_map(plan: Plan, direction: Direction) -> dict[str, str]:
 
 def selection(plan: Plan, side: ClusterSide, timeout: float) -> Selected:
     ref = ClusterRef.of(plan, side)
-    client = admin(ref)
-    try:
-        meta = client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise ref.failure(exc, "listing topics", client) from None
-    topics = tuple(sorted(t for t in meta.topics if not t.startswith("__") and plan.spec.topics.matches(t)))
+    topics = tuple(sorted(t for t in partition_counts(ref, timeout) if plan.spec.topics.matches(t)))
     groups = tuple(g for g in list_groups(ref, timeout) if plan.spec.groups.matches(g))
     return Selected(topics, groups)
 
@@ -51,9 +44,11 @@ class Reading:
     notes: list[str] = field(default_factory=list)
 
 
-def read(plan: Plan, direction: Direction, timeout: float) -> Reading:
+def read(plan: Plan, direction: Direction, timeout: float, quotas: bool = True) -> Reading:
+    """Both clusters' inventories; without `quotas` their client quotas are not read (the audit
+    compares ACL decisions only, and each quota read starts a JVM)."""
     src, dst = sides(direction)
-    reading = Reading(inventory.read(plan, src, timeout), inventory.read(plan, dst, timeout),
+    reading = Reading(inventory.read(plan, src, timeout, quotas), inventory.read(plan, dst, timeout, quotas),
                       selection(plan, src, timeout))
     for inv in (reading.source, reading.target):
         if not inv.authorizer.enabled:
@@ -127,7 +122,7 @@ class AuditResult:
 
 
 def audit(plan: Plan, direction: Direction, timeout: float) -> AuditResult:
-    reading = read(plan, direction, timeout)
+    reading = read(plan, direction, timeout, quotas=False)
     findings, counts = auditing.compare(reading.source, reading.target, reading.selected,
                                         principal_map(plan, direction))
     rights = plan.spec.rights
