@@ -1,7 +1,8 @@
 """mkdocs hooks: the reference pages generated from the code itself, so they cannot drift.
 
 `<!-- generated: plan-keys -->` becomes the table of every plan key (cutover.plan.reference),
-`<!-- generated: exit-codes -->` the table of cutover's exit codes (cutover.errors.ExitCode).
+`<!-- generated: exit-codes -->` the table of cutover's exit codes (cutover.errors.ExitCode),
+`<!-- generated: runbook-steps -->` every runbook step and its arguments (cutover.drill.reference).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
         from cutover.plan import reference
 
         markdown = markdown.replace("<!-- generated: plan-keys -->", reference.markdown())
+    if "<!-- generated: runbook-steps -->" in markdown:
+        from cutover.drill import reference as steps
+
+        markdown = markdown.replace("<!-- generated: runbook-steps -->", steps.markdown())
     if "<!-- generated: exit-codes -->" in markdown:
         markdown = markdown.replace("<!-- generated: exit-codes -->", _exit_codes())
     return markdown
@@ -43,7 +48,8 @@ _MEANING = {
     "OK": "done; for a check or gate: passed",
     "ERROR": "an error: a cluster, catalog or storage did not answer or failed (named, with the fix)",
     "USAGE": "the call or the plan is wrong: every problem named with its file, line and key",
-    "REFUSED": "a precondition or gate refused: nothing was changed (promote, rollback, registry sync)",
+    "REFUSED": "a precondition or gate refused: nothing was changed (promote, rollback, complete, cancel, "
+               "registry sync)",
     "DIFFERENCES": "a check found differences: verify, registry audit, rights audit, a drill's expectation",
     "INTERRUPTED": "Ctrl-C: stopped cleanly; run the same command again to go on",
 }

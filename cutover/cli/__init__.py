@@ -67,7 +67,7 @@ class _Workflow(click.Group):
     """Commands listed in the order a migration uses them, not alphabetically."""
 
     ORDER = ("demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "shadow", "verify",
-             "drill", "promote", "status", "rollback", "jars")
+             "drill", "promote", "status", "rollback", "complete", "cancel", "jars")
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = super().list_commands(ctx)
@@ -99,6 +99,8 @@ def _register() -> None:
     cli.add_command(switch.promote_cmd)
     cli.add_command(switch.rollback_cmd)
     cli.add_command(switch.status_cmd)
+    cli.add_command(switch.complete_cmd)
+    cli.add_command(switch.cancel_cmd)
     cli.add_command(drill.drill_group)
     cli.add_command(drill.demo_cmd)
     _add_verbosity(cli)

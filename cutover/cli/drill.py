@@ -104,7 +104,8 @@ def show_cmd(runbook: str, params: tuple[str, ...]) -> int:
 @click.option("--rate", type=click.IntRange(1, 5000), default=100, show_default=True,
               help="Sample records per second.")
 @click.option("--records", type=click.IntRange(10), default=500, show_default=True,
-              help="Records produced in each phase (old cluster, new cluster, old again).")
+              help="Records to wait for in each of the four traffic phases (old cluster, new, old again, new "
+              "again). The producer runs at --rate throughout, so the summary's total is higher.")
 @click.option("--old-pipeline", type=click.Choice(["sink", "stand-in"]), default="sink", show_default=True,
               help="What writes the old tables: Apache Iceberg's Kafka Connect sink (a Connect worker in the "
               "sandbox; promote and rollback hand the same connector over), or cutover's own Spark job.")

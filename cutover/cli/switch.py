@@ -19,9 +19,9 @@ if TYPE_CHECKING:
 
 def _switch_command(action: Action, doc: str) -> click.Command:
     def command(plan_file: str, dry_run: bool, execute: bool, fmt: Format, timeout: float,
-                verify: bool = False) -> int:
+                verify: bool = False, keep_state: bool = False, delete_mirrored_topics: bool = False) -> int:
         from cutover.plan import load_plan
-        from cutover.switch import runner
+        from cutover.switch import leftovers, runner
 
         if dry_run and execute:
             raise UsageError("--dry-run and --execute exclude each other", fix="pick one")
@@ -29,7 +29,8 @@ def _switch_command(action: Action, doc: str) -> click.Command:
             raise UsageError(f"cutover {action} changes the clusters and needs --execute",
                              fix=f"see the steps first with cutover {action} --dry-run")
         plan = load_plan(plan_file)
-        opts = runner.Options(dry_run=not execute, verify_now=verify, timeout=timeout)
+        opts = runner.Options(dry_run=not execute, verify_now=verify, timeout=timeout,
+                              leave=leftovers.Leave(keep_state, delete_mirrored_topics))
         if dry_run:  # say what would happen; refuse (exit 3) when a precondition does
             explained = runner.explain(plan, action, opts)
             emit(explained, fmt, render_explained)
@@ -46,6 +47,14 @@ def _switch_command(action: Action, doc: str) -> click.Command:
     if action == "promote":
         command = click.option("--verify", is_flag=True,
                                help="Run cutover verify now instead of using its last recorded result.")(command)
+    if action == "cancel":
+        command = click.option("--delete-mirrored-topics", is_flag=True,
+                               help="Delete the topics the mirror created on the new cluster too (their data "
+                                    "stays on the old cluster).")(command)
+    if action in ("complete", "cancel"):
+        command = click.option("--keep-state", is_flag=True,
+                               help="Keep both mirrors' state topics (marked ended: no mirror of this plan runs "
+                                    "again).")(command)
     for decorate in (timeout_option(whole=False), output_option,
                      click.option("--execute", is_flag=True, help="Really do it (without it, a terminal asks to "
                                   "confirm)."),
@@ -74,6 +83,11 @@ def render_result(r: SwitchResult) -> str:
     lines = [f"{r.action} done: phase {r.phase}",
              table([[s.name, s.outcome, "-" if s.seconds is None else f"{s.seconds:.1f}s"] for s in r.steps],
                    ["step", "outcome", "took"])]
+    if r.action in ("complete", "cancel"):
+        removed, kept = r.summary.get("removed") or [], r.summary.get("kept") or []
+        lines += [f"removed {i['kind']} {i['name']} ({i['where']})" for i in removed]
+        lines += [f"kept    {i['kind']} {i['name']} ({i['where']}): {i['note']}" for i in kept]
+        lines.append(f"completion record: {r.summary.get('record')}; journal archived to {r.summary.get('journal')}")
     fw = r.freeze_window
     if fw and fw.seconds is not None:
         lines.append(f"freeze window: {fw.seconds:.1f}s (producers frozen {fw.frozen_at}, clients switched "
@@ -98,6 +112,25 @@ rollback_cmd = _switch_command("rollback", """Go back to the old cluster, from a
 Before clients switched it undoes what was done. After, it freezes producers on the
 new cluster, drains the reverse mirror (nothing written after promote is lost),
 translates groups back exactly, switches routing back, hands tables back and resumes.
+""")
+
+
+complete_cmd = _switch_command("complete", """Finish the migration after the last promote: nothing to go back to.
+
+Steps: a final verify (stop unless it passes) -> retire both mirrors (marked ended,
+fenced; a running one exits 8) -> remove the shadow's leftovers the plan's complete:
+section names -> delete both mirrors' state topics (unless --keep-state). Then a
+completion record, the journal archived. Refused while consumers still read the old
+cluster's selected topics, or while the last verify is older than the promote.
+""")
+
+cancel_cmd = _switch_command("cancel", """Abandon the migration before any promote (or after a rollback).
+
+Steps: retire both mirrors -> delete the groups the mirror committed on the new
+cluster -> drop the shadow's tables, dead-letter tables, branches and checkpoints ->
+delete the mirrored topics (only with --delete-mirrored-topics) -> delete the state
+topics (unless --keep-state). The old cluster keeps everything. Then a completion
+record, the journal archived.
 """)
 
 

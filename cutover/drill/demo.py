@@ -132,6 +132,7 @@ def summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
         "each_cluster_exactly_once": passed("the new cluster holds every record exactly once") and passed(
             "the old cluster holds every record exactly once (the reverse mirror carries them back)"),
         "canonical_table_exactly_once": passed("the canonical table holds every record exactly once"),
+        "completed": passed("complete the migration"),
         "report": str(folder / "report" / "report.html"),
         "plan": str(folder / "plan.yaml"),
     }
@@ -162,6 +163,7 @@ def render(s: dict[str, Any]) -> str:
         + yes(s["promoted_again"] and s["verify_after_second_promote_passed"]),
         f"  each cluster holds each record once:  {yes(s['each_cluster_exactly_once'])}",
         f"  canonical table exactly once:         {yes(s['canonical_table_exactly_once'])}",
+        f"  completed (final verify, cleaned up): {yes(s['completed'])}",
         f"  report: {s['report']}",
         f"  plan:   {s['plan']}",
     ]

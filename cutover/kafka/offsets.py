@@ -213,6 +213,19 @@ def group_members(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_T
     return {g: len(d.members or []) for g, d in desc.items()}
 
 
+def readers(ref: ClusterRef, groups: list[str], reads: Callable[[str], bool], timeout: float = DEFAULT_TIMEOUT,
+            client: AdminClient | None = None) -> dict[str, list[str]]:
+    """Of these groups, those with a member assigned a partition of a topic `reads` selects: group -> topics."""
+    desc = _describe(ref, client if client is not None else admin(ref), groups, timeout) if groups else {}
+    out = {}
+    for g, d in desc.items():
+        topics = sorted({tp.topic for m in d.members or [] for tp in (m.assignment.topic_partitions
+                                                                      if m.assignment else []) if reads(tp.topic)})
+        if topics:
+            out[g] = topics
+    return out
+
+
 def _describe(ref: ClusterRef, client: AdminClient, groups: list[str], timeout: float) -> dict:  # type: ignore[type-arg]
     return retrying(ref, client, lambda c, wait: c.describe_consumer_groups(list(groups), request_timeout=wait),
                     f"describing consumer group(s) {', '.join(groups[:5])}", timeout)

@@ -60,7 +60,7 @@ class Conflict(CutoverError):
 
 def head(plan: Plan, table: str, branch: str = "main") -> int | None:
     """The snapshot a branch points at (None if the branch does not exist)."""
-    return _ref(_load(plan, table), branch)
+    return _ref(load_table(plan, table), branch)
 
 
 def _ref(tbl: Any, branch: str) -> int | None:
@@ -88,7 +88,7 @@ def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, prop
         spark.sql(f"ALTER TABLE {name} REPLACE BRANCH `{branch}` AS OF VERSION {base}")
     df.writeTo(f"{name}.`branch_{branch}`").options(**{f"snapshot-property.{k}": v for k, v in props.items()}) \
         .append()
-    after = _load(plan, table)
+    after = load_table(plan, table)
     written_id = _ref(after, branch)
     written = after.snapshot_by_id(written_id) if written_id is not None else None
     if written is None or written.parent_snapshot_id != base:
@@ -136,7 +136,7 @@ def drop_branch(spark: SparkSession, plan: Plan, table: str, branch: str) -> Non
 
 def drop_stale_branches(spark: SparkSession, plan: Plan, table: str, idle_ms: int) -> None:
     """Branches of shadow runs that died (cutover_*) whose head is older than `idle_ms`."""
-    tbl = _load(plan, table)
+    tbl = load_table(plan, table)
     if tbl is None:
         return
     now = max((s.timestamp_ms for s in tbl.snapshots()), default=0)
@@ -150,7 +150,7 @@ def drop_stale_branches(spark: SparkSession, plan: Plan, table: str, idle_ms: in
 _catalogs: dict[tuple[str, str], Any] = {}
 
 
-def _load(plan: Plan, table: str) -> Any:
+def load_table(plan: Plan, table: str) -> Any:
     """The table through pyiceberg, freshly loaded (one catalog client per process)."""
     from pyiceberg.exceptions import NoSuchTableError
 
@@ -169,13 +169,47 @@ def _load(plan: Plan, table: str) -> Any:
                                fix="check that the catalog database is up and reachable") from None
 
 
+def purge(plan: Plan, table: str) -> None:
+    """Drop the table and delete its files (already gone: nothing to do)."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    cat = plan.spec.catalog
+    assert cat is not None
+    if load_table(plan, table) is None:
+        return
+    try:
+        _catalogs[(cat.name, cat.uri)].purge_table(table)
+    except NoSuchTableError:
+        return
+    except Exception as exc:  # the catalog's client raises its own types
+        raise catalog_mod.catalog_error(cat, exc) from None
+
+
+def remove_branch(plan: Plan, table: str, branch: str) -> None:
+    """Remove one branch (already gone: nothing to do); its snapshots go with the next expiry."""
+    tbl = load_table(plan, table)
+    if tbl is not None and branch in tbl.metadata.refs:
+        tbl.manage_snapshots().remove_branch(branch).commit()
+
+
+def in_main(tbl: Any) -> set[int]:
+    """The snapshot ids main holds: its head and every ancestor."""
+    main = tbl.metadata.refs.get("main")
+    out: set[int] = set()
+    snap = tbl.snapshot_by_id(main.snapshot_id) if main else None
+    while snap is not None and snap.snapshot_id not in out:
+        out.add(snap.snapshot_id)
+        snap = tbl.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
+    return out
+
+
 def exists(plan: Plan, table: str) -> bool:
-    return _load(plan, table) is not None
+    return load_table(plan, table) is not None
 
 
 def snapshots(plan: Plan, table: str) -> tuple[list[stamps.Snapshot], int | None, Any]:
     """Every snapshot of the table, its current snapshot id, and the pyiceberg table (None if absent)."""
-    tbl = _load(plan, table)
+    tbl = load_table(plan, table)
     if tbl is None:
         return [], None, None
     snaps = [stamps.Snapshot(s.snapshot_id, s.parent_snapshot_id, s.timestamp_ms,
@@ -201,7 +235,7 @@ def added_since(plan: Plan, table: str, snapshot_id: int) -> set[str] | None:
     from pyiceberg.manifest import ManifestEntryStatus
     from pyiceberg.table.snapshots import Operation
 
-    tbl = _load(plan, table)
+    tbl = load_table(plan, table)
     if tbl is None:
         return None
     after, sid = [], tbl.metadata.current_snapshot_id

@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 
 from cutover.common import NETWORK_TIMEOUT, TP, in_flight
-from cutover.errors import CutoverError, ExitCode, UsageError
+from cutover.errors import CutoverError, ExitCode, Refused, UsageError
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
@@ -117,7 +117,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         raise UsageError(f"{rt.source.describe()} and {rt.target.describe()} are the same cluster (id "
                          f"{r.source_cluster}): the mirror would copy each topic onto itself",
                          fix="give clusters.new the brokers of the cluster you are moving to")
-    if opts.direction == "forward" and not opts.for_switch:
+    if not opts.for_switch:
         _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))  # before fencing anyone
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
     limit, codec = topics.write_settings(rt, r.topics, plan.spec.mirror.compression, opts.timeout)
@@ -125,7 +125,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     try:
         copier.init()
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)
-        if opts.direction == "forward" and not opts.for_switch:
+        if not opts.for_switch:
             _refuse_while_switched(plan, state.marks)  # closed while this process was starting
         if opts.gate is not None:
             if not opts.gate():
@@ -133,7 +133,18 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
             r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)  # as of go
         if opts.direction == "reverse":
             fwd = st.route(plan, "forward")
-            r.prior = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout).partitions
+            forward = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout)
+            if not opts.for_switch:  # complete or cancel may have removed this direction's state, not the other's
+                _refuse_while_switched(plan, {k: m for k, m in forward.marks.items()
+                                              if m.get("action") in ("complete", "cancel")})
+            if not forward.partitions and not state.partitions:
+                raise Refused(f"the reverse mirror of plan {plan.name} found no state of its own on "
+                              f"{rt.target.describe()} and no forward mirror's map on {fwd.target.describe()} "
+                              f"({fwd.offsets_topic}): it would copy every record of the new cluster back to the "
+                              "old one, where they came from",
+                              fix="the reverse mirror runs after a promote, which starts it; if complete or cancel "
+                                  "removed the state, the migration is over: remove this mirror's service")
+            r.prior = forward.partitions
         copier.others = _opposite(r)
         _prepare_topics(r, {t for t, _p in state.partitions} | state.created, set(state.partitions))
         st.ensure_topics(rt, plan.spec.mirror.replication_factor, opts.timeout)
@@ -144,7 +155,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
             opts.on_ready()
         return _loop(r, copier, metrics)
     except Fenced:
-        if opts.direction == "forward" and not opts.for_switch:  # the switch's drain took this shard over?
+        if not opts.for_switch:  # the switch's drain (or complete, or cancel) took this shard over?
             _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))
         raise
     finally:
@@ -158,7 +169,12 @@ class ClosedBySwitch(CutoverError):
 
 
 def _refuse_while_switched(plan: Plan, marks: dict[str, Any]) -> None:
-    reason = st.closed_by_switch(marks.get(plan.name))
+    mark = marks.get(plan.name)
+    reason = st.closed_by_switch(mark)
+    if reason and mark and mark.get("action") in ("complete", "cancel"):
+        raise ClosedBySwitch(f"the migration ended: {reason}",
+                             fix="nothing to do: remove this mirror's service (exit code 8 tells the shipped systemd "
+                                 "units and Kubernetes manifest it is done)")
     if reason:
         raise ClosedBySwitch(f"the switch closed this mirror: {reason}",
                              fix="nothing to do: this is how a forward mirror ends at promote (exit code 8, which the "
@@ -251,7 +267,7 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started
         copier.copy(opts.batch_records, opts.batch_bytes, opts.batch_seconds, until)
         now = time.monotonic()
         if now - last_sync >= sync_every:
-            if opts.direction == "forward" and not opts.for_switch:  # promote closed it: end, as designed
+            if not opts.for_switch:  # promote (complete, cancel) closed it: end, as designed
                 _refuse_while_switched(r.plan, st.marks(r.rt, r.source_cluster, opts.timeout))
             _sync_groups(r, copier, metrics)
             _follow_topics(r, copier)
@@ -378,13 +394,14 @@ def _summary(r: Run, copier: Copier, seconds: float) -> RunSummary:
                       tuple(r.group_outcomes))
 
 
-def fence_layouts(plan: Plan, direction: st.Direction, timeout: float) -> list[str]:
-    """Fence every shard layout but "0/1" that has mirrored this direction (its transactional ids), so no
-    other mirror process copies on while this process drains. Returns the layouts fenced."""
+def fence_layouts(plan: Plan, direction: st.Direction, timeout: float, spare: frozenset[str] = frozenset({"0/1"}),
+                  ) -> list[str]:
+    """Fence every shard layout but `spare` (the one this process drains as) that has mirrored this
+    direction (its transactional ids), so no other mirror process copies on. Returns the layouts fenced."""
     from confluent_kafka import Producer
 
     rt = st.route(plan, direction)
-    layouts = st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout).shards - {"0/1"}
+    layouts = st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout).shards - spare
     for layout in sorted(layouts):
         producer = Producer(rt.target.config(**{"transactional.id": transactional_id(rt, plan.name,
                                                                                        Shard.parse(layout))}))

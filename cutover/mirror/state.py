@@ -542,11 +542,52 @@ def set_mark(plan: Plan, forward: Literal["open", "closed"], action: str, run: s
     return {"forward_mirror": forward}
 
 
+def present(rt: Route, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """The route's state topics that exist on its target cluster."""
+    client = admin(rt.target)
+    try:
+        listed = client.list_topics(timeout=timeout).topics
+    except KafkaException as exc:
+        raise rt.target.failure(exc, "listing topics", client) from None
+    return [t for t in (rt.progress_topic, rt.offsets_topic) if t in listed]
+
+
+def foreign(state: MirrorState, plan: Plan) -> list[str]:
+    """What in the state belongs to another plan with the same state_prefix: topics or groups outside this
+    plan's selection, and other plans' switch marks."""
+    topics = {t for t, _p in state.partitions} | state.created
+    return sorted({f"topic {t}" for t in topics if not plan.spec.topics.matches(t)}
+                  | {f"group {g}" for g in state.groups if not plan.spec.groups.matches(g)}
+                  | {f"plan {name}" for name in state.marks if name != plan.name})
+
+
+def retire(plan: Plan, action: str, run: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """Record in both mirrors' state that `action` (complete or cancel) ended them: a mirror process that
+    is still running, or starts later while the state is kept, exits with CLOSED_BY_SWITCH. The reverse
+    mirror's state is marked only where one ever ran (its progress topic exists on the old cluster)."""
+    from cutover.kafka.inspect import cluster_id
+
+    marked = []
+    directions: tuple[Direction, ...] = ("forward", "reverse")
+    for direction in directions:
+        rt = route(plan, direction)
+        if direction == "reverse" and rt.progress_topic not in present(rt, timeout):
+            continue
+        ensure_topics(rt, plan.spec.mirror.replication_factor, timeout)
+        note(rt, [mark_record(cluster_id(rt.source, timeout), plan.name, "closed", action, run)], timeout)
+        marked.append(direction)
+    return {"retired": marked}
+
+
 def closed_by_switch(mark: dict[str, Any] | None) -> str | None:
-    """Why the forward mirror must not run (None when it may)."""
+    """Why a mirror must not run (None when it may)."""
     if not mark or mark.get("forward") != "closed":
         return None
     at = iso_z(mark.get("at", 0))
+    if mark.get("action") in ("complete", "cancel"):
+        verb = "completed" if mark["action"] == "complete" else "cancelled"
+        return (f"cutover {mark['action']} (run {mark.get('run')}, {at}) ended this plan's migration: it is "
+                f"{verb}, and neither of its mirrors runs again")
     return (f"{mark.get('action', 'promote')} closed the forward mirror of this plan (run {mark.get('run')}, {at}) "
             "before draining it: clients may be writing to the new cluster, and the reverse mirror carries their "
             "records to the old one, so mirroring old to new now would copy them back a second time")

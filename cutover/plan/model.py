@@ -262,6 +262,22 @@ class Switch:
     hook_timeout: Duration = Duration(600)
 
 
+@dataclass(frozen=True)
+class Complete:
+    """What `cutover complete` removes of the shadow's leftovers once the migration is done (its state
+    topics go unless --keep-state; cancel removes everything it created in the catalog regardless)."""
+
+    #: Drop (and purge) each pair's new table, the shadow's copy that verify compared; the canonical
+    #: (old) table goes on. Off by default: it is the evidence of the last verify.
+    drop_new_tables: bool = False
+    #: Drop (and purge) the dead-letter tables (<new table>_dead_letter): the records that could not be
+    #: decoded. Off by default: look at them first.
+    drop_dead_letter: bool = False
+    #: Remove the cutover_* commit branches of stopped shadow runs from every table of the plan (a branch
+    #: whose rows were published to main, or whose head is older than an hour; a live run's is kept).
+    drop_branches: bool = True
+
+
 def _hook_events(hooks: dict[str, str]) -> str | None:
     unknown = sorted(set(hooks) - set(HOOK_EVENTS))
     if unknown:
@@ -412,6 +428,7 @@ class PlanSpec:
     switch: Switch = field(default_factory=Switch)
     registry: Registry | None = None
     rights: Rights | None = None
+    complete: Complete = field(default_factory=Complete)
 
 
 ClusterSide = Literal["old", "new"]

@@ -31,14 +31,14 @@ def keys() -> list[Key]:
 
 def _walk(cls: Any, prefix: str, out: list[Key]) -> None:
     hints = typing.get_type_hints(cls, vars(model))
-    comments = _comments(cls)
+    comments = comments_of(cls)
     for f in dataclasses.fields(cls):
         path = f"{prefix}{f.name}"
         tp = hints[f.name]
         inner = _dataclass_in(tp)
         doc = comments.get(f.name, "") or str(f.metadata.get("fix", "")) or \
             (" ".join((inner.__doc__ or "").split()) if inner is not None else "")
-        out.append(Key(path, _type(tp), _default(f), doc))
+        out.append(Key(path, type_name(tp), default_of(f), doc))
         if inner is not None:
             _walk(inner, f"{path}[]." if get_origin(tp) is list else f"{path}.", out)
 
@@ -53,22 +53,22 @@ def _dataclass_in(tp: Any) -> Any:
     return None
 
 
-def _type(tp: Any) -> str:
+def type_name(tp: Any) -> str:
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
-        return " or ".join(_type(a) for a in get_args(tp) if a is not type(None))
+        return " or ".join(type_name(a) for a in get_args(tp) if a is not type(None))
     if origin is Literal:
         return " | ".join(str(a) for a in get_args(tp))
     if origin is list:
-        return f"list of {_type(get_args(tp)[0])}"
+        return f"list of {type_name(get_args(tp)[0])}"
     if origin is dict:
-        return f"map of {_type(get_args(tp)[0])} to {_type(get_args(tp)[1])}"
+        return f"map of {type_name(get_args(tp)[0])} to {type_name(get_args(tp)[1])}"
     if dataclasses.is_dataclass(tp):
         return "mapping"
     return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp, getattr(tp, "__name__", str(tp)))
 
 
-def _default(f: dataclasses.Field[Any]) -> str:
+def default_of(f: dataclasses.Field[Any]) -> str:
     if f.default is not dataclasses.MISSING:
         return "(none)" if f.default is None else str(f.default)
     if f.default_factory is not dataclasses.MISSING:
@@ -77,7 +77,7 @@ def _default(f: dataclasses.Field[Any]) -> str:
     return "required"
 
 
-def _comments(cls: Any) -> dict[str, str]:
+def comments_of(cls: Any) -> dict[str, str]:
     """field name -> the `#:` comment lines right above it in the class body."""
     out: dict[str, str] = {}
     pending: list[str] = []
@@ -130,7 +130,7 @@ def _schema_of(tp: Any, doc: str = "") -> dict[str, Any]:
         out = {"type": "object", "additionalProperties": _schema_of(get_args(tp)[1])}
     elif dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, vars(model))
-        comments = _comments(tp)
+        comments = comments_of(tp)
         props = {f.name: _schema_of(hints[f.name], comments.get(f.name, "") or str(f.metadata.get("fix", "")))
                  for f in dataclasses.fields(tp)}
         required = [f.name for f in dataclasses.fields(tp)

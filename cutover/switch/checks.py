@@ -178,12 +178,83 @@ def _accepts(tables: Any, plan: Plan, pair: Any) -> list[str]:
 def phase(history: journal.History, action: str) -> Check:
     def test() -> str | None:
         now = history.phase()
+        if now in ("completed", "cancelled"):
+            record = history.ended or {}
+            return (f"this migration was {now} at {record.get('at')} (record {record.get('record')}): its plan is "
+                    "done; to migrate again, write a new plan (another name)")
+        if now in ("completing", "cancelling") and action not in ("complete", "cancel"):
+            ending = "complete" if now == "completing" else "cancel"
+            return f"a {ending} is unfinished: re-run cutover {ending} --execute to finish it"
         if action == "promote" and now == "rolling-back":
             return "a rollback is unfinished: re-run cutover rollback to finish it"
         if action == "rollback" and now in ("ready", "rolled-back"):
             return f"there is nothing to roll back (phase {now})"
+        if action == "complete" and now not in ("promoted", "completing"):
+            return (f"complete follows a finished promote; the phase is {now}"
+                    + (" (before any promote, cutover cancel ends the migration instead)" if now in
+                       ("ready", "rolled-back") else ""))
+        if action == "cancel" and now not in ("ready", "rolled-back", "cancelling"):
+            return (f"cancel ends a migration before any promote (or after a finished rollback); the phase is {now}"
+                    + (": roll back first (cutover rollback --execute), or finish with cutover complete"
+                       if now in ("promoted", "promoting", "rolling-back") else ""))
         return None
     return Check("phase", f"the migration's phase allows {action}", test)
+
+
+def verified_since_promote(plan: Plan, history: journal.History) -> Check:
+    """complete: each pair's last verify passed after the last promote finished (the final verify runs again)."""
+    def test() -> str | None:
+        from cutover.verify.run import last_result
+
+        promoted = history.last_finished("promote")
+        since = dt.datetime.fromtimestamp(promoted.ended or promoted.started, dt.UTC) if promoted else None
+        problems = []
+        for pair in plan.spec.tables:
+            last = last_result(plan, pair.new)
+            if last is None:
+                problems.append(f"{pair.new} has never been verified")
+            elif since is not None and dt.datetime.fromisoformat(last.at) < since.replace(microsecond=0):
+                problems.append(f"the last verify of {pair.new} ({last.at}) is stale: it is older than the promote "
+                                f"({since.isoformat(timespec='seconds')})")
+            elif not last.passed:
+                problems.append(f"the last verify of {pair.new} ({last.at}) did not pass")
+        return "; ".join(problems) + " (run cutover verify)" if problems else None
+    return Check("verify-since-promote", "every table's last verify passed after the last promote", test)
+
+
+def no_readers_on_old(plan: Plan, timeout: float) -> Check:
+    def test() -> str | None:
+        from cutover.kafka.inspect import list_groups
+        from cutover.kafka.offsets import readers
+
+        ref = ClusterRef.of(plan, "old")
+        found = readers(ref, list_groups(ref, timeout), plan.spec.topics.matches, timeout)
+        if found:
+            return ("consumers still read the old cluster's selected topics: " + ", ".join(
+                f"group {g} ({', '.join(t)})" for g, t in sorted(found.items()))
+                + "; move them to the new cluster (or stop them) first")
+        return None
+    return Check("no-readers-on-old", "no consumer group on the old cluster has a member reading a selected topic",
+                 test)
+
+
+def shadow_stopped(plan: Plan, names: list[str]) -> Check:
+    """The tables about to be dropped take no commits: their newest snapshot is older than three triggers."""
+    idle = max(3 * float(plan.spec.spark.trigger_interval), 15.0)
+
+    def test() -> str | None:
+        import time
+
+        from cutover.lake import tables
+
+        busy = []
+        for name in names:
+            snaps, _current, _tbl = tables.snapshots(plan, name)
+            newest = max((s.timestamp_ms for s in snaps), default=0) / 1000
+            if newest and time.time() - newest < idle:
+                busy.append(f"{name} (last commit {time.time() - newest:.0f}s ago)")
+        return ("the shadow still commits to " + ", ".join(busy) + ": stop cutover shadow first") if busy else None
+    return Check("shadow-stopped", f"no table about to be dropped took a commit in the last {idle:.0f}s", test)
 
 
 def registry_ids(plan: Plan, direction: str, timeout: float) -> Check:

@@ -16,7 +16,7 @@ from cutover.errors import CutoverError
 from cutover.mirror import state as st
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
-from cutover.switch import background, handover, hooks, routing, schemas, sink, waits
+from cutover.switch import background, handover, hooks, leftovers, routing, schemas, sink, waits
 
 Detail = dict[str, Any]
 
@@ -36,6 +36,9 @@ class Effects(Protocol):
     def hand_over(self, pair: TablePair) -> Detail: ...
     def hand_back(self, pair: TablePair) -> Detail: ...
     def registry(self, direction: st.Direction, stage: str) -> Detail: ...
+    def final_verify(self) -> Detail: ...
+    def retire_mirrors(self) -> Detail: ...
+    def clear(self, kinds: tuple[leftovers.Kind, ...]) -> Detail: ...
 
 
 #: Evaluates the preconditions again (after a hold) and raises Refused if one no longer holds.
@@ -43,9 +46,10 @@ Recheck = Callable[[], Detail]
 
 
 class Live:
-    def __init__(self, plan: Plan, action: str, run: str, timeout: float, recheck: Recheck | None = None) -> None:
+    def __init__(self, plan: Plan, action: str, run: str, timeout: float, recheck: Recheck | None = None,
+                 leave: leftovers.Leave = leftovers.DEFAULT) -> None:
         self.plan, self.action, self.run, self.timeout = plan, action, run, timeout
-        self.recheck = recheck
+        self.recheck, self.leave = recheck, leave
         #: set by the walker: the step running now (for hook environments)
         self.step = ""
         #: per side, from wait-quiet to check-drained: since when its end offsets stood still, and where
@@ -171,13 +175,47 @@ class Live:
     def registry(self, direction: st.Direction, stage: str) -> Detail:
         return (schemas.prepare if stage == "prepare" else schemas.final)(self.plan, direction, self.timeout)
 
+    def final_verify(self) -> Detail:
+        from cutover.errors import DifferencesFound
+        from cutover.verify import run as verify_run
+
+        result = verify_run.verify(self.plan, verify_run.Options(timeout=self.timeout))
+        if not result.passed:
+            failed = [t.table for t in result.tables if not t.passed]
+            what = ", ".join(failed) or "the registry audit"
+            raise DifferencesFound(f"the final verify did not pass ({what}); nothing was removed",
+                                   fix="cutover verify shows the differences; fix them (or roll back with cutover "
+                                       "rollback --execute) before completing")
+        return {"verify": {t.table: {"passed": t.passed, **t.counts.as_dict()} for t in result.tables}}
+
+    def retire_mirrors(self) -> Detail:
+        """Mark both mirrors ended in their state, stop the background reverse mirror, and fence every mirror
+        process of this plan (both directions, every shard layout): a running one ends with exit code 8."""
+        from cutover.mirror import runner
+
+        detail = st.retire(self.plan, self.action, self.run, self.timeout)
+        detail["reverse_process"] = background.stop(self.plan)["stopped"]
+        detail["fenced"] = {d: runner.fence_layouts(self.plan, d, self.timeout, spare=frozenset())
+                            for d in detail["retired"]}
+        return detail
+
+    def clear(self, kinds: tuple[leftovers.Kind, ...]) -> Detail:
+        items = leftovers.find(self.plan, self.action, kinds, self.leave, self.timeout)  # type: ignore[arg-type]
+        for item in items:
+            progress(f"  {item.line()}")
+            if item.remove:
+                leftovers.remove(self.plan, item, self.timeout)
+        return {"removed": [i.as_dict() for i in items if i.remove], "kept": [i.as_dict() for i in items
+                                                                              if not i.remove]}
+
 
 class DryRun:
     """Says, in order, what `Live` would do. Changes nothing; reads only what a step's plan depends on."""
 
     def __init__(self, plan: Plan,
-                 outside: Callable[[Any, st.Direction], dict[str, list[tuple[str, int]]]] | None = None) -> None:
-        self.plan = plan
+                 outside: Callable[[Any, st.Direction], dict[str, list[tuple[str, int]]]] | None = None,
+                 action: str = "promote", leave: leftovers.Leave = leftovers.DEFAULT, timeout: float = 30.0) -> None:
+        self.plan, self.action, self.leave, self.timeout = plan, action, leave, timeout
         self.lines: list[str] = []
         self.step = ""
         #: Reads which selected groups also read topics the plan does not mirror (read-only).
@@ -257,6 +295,26 @@ class DryRun:
 
     def registry(self, direction: st.Direction, stage: str) -> Detail:
         return self._would(schemas.explain(self.plan, direction, stage, 30.0))
+
+    def final_verify(self) -> Detail:
+        return self._would(f"verify {len(self.plan.spec.tables)} table pair(s) once more (Spark); stop here, "
+                           "removing nothing, unless every one passes")
+
+    def retire_mirrors(self) -> Detail:
+        return self._would(f"mark both mirrors of plan {self.plan.name} ended in their state (a mirror started "
+                           "later, or running now, exits with code 8), stop the background reverse mirror, and "
+                           "fence every mirror process of the plan")
+
+    def clear(self, kinds: tuple[leftovers.Kind, ...]) -> Detail:
+        try:
+            items = leftovers.find(self.plan, self.action, kinds, self.leave, self.timeout)  # type: ignore[arg-type]
+        except CutoverError as exc:
+            return self._would(f"(could not list the {', '.join(kinds)}s: {exc.message})")
+        if not items:
+            return self._would(f"find no {', '.join(kinds)}: nothing to remove")
+        for item in items:
+            self._would(item.line())
+        return {"items": [i.as_dict() for i in items]}
 
     def route(self, side: ClusterSide) -> Detail:
         path = routing.path(self.plan)

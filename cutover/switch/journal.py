@@ -31,7 +31,13 @@ from cutover.plan import Plan
 from cutover.secrets import scrub
 
 JOURNAL_VERSION = 1
-Action = Literal["promote", "rollback"]
+Action = Literal["promote", "rollback", "complete", "cancel"]
+#: The actions that end a migration: after one finishes, its record replaces the journal (archived).
+ENDINGS: tuple[Action, ...] = ("complete", "cancel")
+#: Steps of an ending that change nothing: an attempt that stopped in or after them alone left the
+#: migration where it was (complete's final verify), so promote and rollback may still follow it.
+HARMLESS = frozenset({"final-verify"})
+RECORD = "completion.json"
 
 
 class JournalError(CutoverError):
@@ -103,6 +109,8 @@ class History:
     """Everything the journal says, folded."""
 
     runs: list[RunRecord] = field(default_factory=list)
+    #: The completion record a finished complete or cancel left (the journal is archived then).
+    ended: dict[str, Any] | None = None
 
     def attempt(self, action: Action) -> list[RunRecord]:
         """The runs of the latest attempt of `action`: since the last finished run of any action."""
@@ -124,6 +132,8 @@ class History:
         """The runs of the promote that a rollback would undo (since the last finished rollback)."""
         out: list[RunRecord] = []
         for r in reversed(self.runs):
+            if r.action in ENDINGS:
+                continue
             if r.action == "rollback":
                 if r.outcome == "done":
                     break
@@ -133,17 +143,31 @@ class History:
             out.append(r)
         return list(reversed(out))
 
-    def rollback_attempt(self) -> list[RunRecord]:
-        """The runs of the latest rollback (finished or not)."""
+    def latest_attempt(self, action: Action) -> list[RunRecord]:
+        """The runs of the latest attempt of `action` (finished or not; a rollback's or an ending's)."""
         out: list[RunRecord] = []
         for r in reversed(self.runs):
-            if r.action != "rollback" or (r.outcome == "done" and out):
+            if out and (r.action != action or r.outcome == "done"):
                 break
-            out.append(r)
+            if r.action == action:
+                out.append(r)
+            elif r.action not in ENDINGS or any(s.name not in HARMLESS for s in r.steps if s.outcome == "done"):
+                break  # another action since, one that changed something
         return list(reversed(out))
 
     def runs_of(self, action: Action) -> list[RunRecord]:
-        return self.promote_attempt() if action == "promote" else self.rollback_attempt()
+        return self.promote_attempt() if action == "promote" else self.latest_attempt(action)
+
+    def _switching(self) -> list[RunRecord]:
+        """The runs without the trailing endings that changed nothing (a complete stopped at its final verify)."""
+        runs = list(self.runs)
+        while runs and runs[-1].action in ENDINGS and runs[-1].outcome != "done" and not any(
+                s.name not in HARMLESS for r in self.latest_attempt(runs[-1].action) for s in r.steps
+                if s.outcome == "done"):
+            if runs[-1].outcome is None:  # running now, or died: unfinished either way
+                break
+            runs.pop()
+        return runs
 
     @property
     def last(self) -> RunRecord | None:
@@ -169,18 +193,21 @@ class History:
         return out
 
     def phase(self) -> str:
-        """ready, promoting, promoted, rolling-back or rolled-back."""
-        last = self.last
+        """ready, promoting, promoted, rolling-back, rolled-back, completing, completed, cancelling or cancelled."""
+        if self.ended is not None and not self.runs:
+            return "completed" if self.ended.get("action") == "complete" else "cancelled"
+        runs = self._switching()
+        last = runs[-1] if runs else None
         if last is None:
             return "ready"
-        if last.outcome == "done":
-            return "promoted" if last.action == "promote" else "rolled-back"
-        return "promoting" if last.action == "promote" else "rolling-back"
+        done = {"promote": "promoted", "rollback": "rolled-back", "complete": "completed", "cancel": "cancelled"}
+        doing = {"promote": "promoting", "rollback": "rolling-back", "complete": "completing", "cancel": "cancelling"}
+        return (done if last.outcome == "done" else doing)[last.action]
 
 
 def read(folder: Path) -> History:
     path = folder / "journal.jsonl"
-    history = History()
+    history = History(ended=read_record(folder))
     if not path.exists():
         return history
     data = path.read_bytes()
@@ -200,6 +227,41 @@ def read(folder: Path) -> History:
                                f"version {JOURNAL_VERSION}", fix="use the cutover version that wrote it")
         _fold(history, entry)
     return history
+
+
+def read_record(folder: Path) -> dict[str, Any] | None:
+    """The completion record of a finished complete or cancel (None when there is none)."""
+    path = folder / RECORD
+    try:
+        record: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise JournalError(f"{path}: not a completion record ({exc})",
+                           fix="restore it from a copy; cutover writes it once, atomically") from None
+    return record
+
+
+def close(folder: Path, record: dict[str, Any]) -> Path:
+    """Write the completion record (atomically, fsynced), then archive the journal beside it: from then on
+    the record says where the migration ended. Idempotent: a re-run after a crash between the two finishes
+    the move. Returns the archived journal's path."""
+    archive = folder / "archive"
+    archive.mkdir(parents=True, exist_ok=True)
+    target = archive / str(record["journal"])
+    if not (folder / RECORD).exists():
+        tmp = folder / (RECORD + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(scrub(json.dumps(record, indent=2, sort_keys=True, default=str)) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, folder / RECORD)
+        fsync_dir(folder)
+    if (folder / "journal.jsonl").exists():
+        os.replace(folder / "journal.jsonl", target)
+        fsync_dir(archive)
+        fsync_dir(folder)
+    return target
 
 
 def _fold(h: History, e: dict[str, Any]) -> None:

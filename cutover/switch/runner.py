@@ -14,7 +14,7 @@ from cutover.interrupt import cleaning
 from cutover.output import progress
 from cutover.plan import Plan
 from cutover.secrets import scrub
-from cutover.switch import background, checks, journal, routing, steps
+from cutover.switch import background, checks, endings, journal, leftovers, routing, steps
 from cutover.switch.effects import DryRun, Live
 from cutover.switch.journal import Action, History, Journal
 from cutover.switch.results import Explanation, FreezeWindow, StepPlan, StepRow, SwitchResult
@@ -26,6 +26,8 @@ class Options:
     #: Run cutover verify now instead of relying on the last recorded result.
     verify_now: bool = False
     timeout: float = 30.0
+    #: complete and cancel: what they keep, or remove besides.
+    leave: leftovers.Leave = leftovers.DEFAULT
 
 
 class StepFailed(CutoverError):
@@ -41,8 +43,10 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
     if not locked:
         out.append(checks.lock_free(plan))
     out.append(checks.hooks_runnable(plan))
-    if history.started_steps(action) - {steps.HOLD}:
+    if history.started_steps(action) - {steps.HOLD, endings.FINAL_VERIFY}:
         return out  # a re-run continues an attempt whose preconditions held when it began
+    if action in journal.ENDINGS:
+        return out + _ending_checks(plan, action, history, opts)
     if action == "promote":
         if plan.spec.tables:
             run_now = None
@@ -65,7 +69,24 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
     return out
 
 
+def _ending_checks(plan: Plan, action: Action, history: History, opts: Options) -> list[checks.Check]:
+    out = []
+    if action == "complete":
+        if plan.spec.tables:
+            out.append(checks.verified_since_promote(plan, history))
+        out.append(checks.no_readers_on_old(plan, opts.timeout))
+    else:
+        out.append(checks.groups_idle(plan, "new", "new", opts.timeout))
+    if plan.spec.tables and (action == "cancel" or plan.spec.complete.drop_new_tables):
+        out.append(checks.shadow_stopped(plan, [p.new for p in plan.spec.tables]))
+    return out
+
+
 def _build(plan: Plan, action: Action, history: History) -> list[steps.Step]:
+    if action == "complete":
+        return endings.complete(plan)
+    if action == "cancel":
+        return endings.cancel(plan)
     return steps.promote(plan) if action == "promote" else steps.rollback(plan, history)
 
 
@@ -74,7 +95,7 @@ def explain(plan: Plan, action: Action, opts: Options) -> Explanation:
     history = journal.read(journal.directory(plan))
     outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=False))
     done = history.done_steps(action)
-    fx = DryRun(plan)
+    fx = DryRun(plan, action=action, leave=opts.leave, timeout=opts.timeout)
     listed = []
     for step in _build(plan, action, history):
         fx.lines = []
@@ -98,6 +119,11 @@ def execute(plan: Plan, action: Action, opts: Options) -> SwitchResult:
         if action == "promote" and history.phase() == "promoted":
             progress("already promoted: nothing to do (cutover status shows the steps)")
             return _result(plan, action, history, None, already=True)
+        if action in journal.ENDINGS and history.phase() == ("completed" if action == "complete" else "cancelled"):
+            if history.runs:  # the record is written; the journal's move to the archive was cut short
+                journal.close(folder, history.ended or {})
+            progress(f"already {history.phase()}: nothing to do (record {folder / journal.RECORD})")
+            return _ended(plan, action, history.ended or {}, already=True)
         outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=True))
         if any(o.refusal for o in outcomes):
             raise refusal(action, outcomes)
@@ -105,17 +131,51 @@ def execute(plan: Plan, action: Action, opts: Options) -> SwitchResult:
         run = uuid.uuid4().hex[:12]
         done = history.done_steps(action)
         j.append("begin", action=action, run=run, mode="execute", steps=[s.name for s in todo])
-        fx = Live(plan, action, run, opts.timeout, recheck=lambda: _recheck(plan, action, history, opts))
+        fx = Live(plan, action, run, opts.timeout, recheck=lambda: _recheck(plan, action, history, opts),
+                  leave=opts.leave)
         for i, step in enumerate(todo, 1):
             if step.name in done:
                 progress(f"[{i}/{len(todo)}] {step.name}: done earlier ({done[step.name].seconds}s)")
                 continue
             progress(f"[{i}/{len(todo)}] {step.name}: {step.does}")
             _one(j, fx, run, step, action)
-        summary = _summary(plan, action, j.history, past=steps.past_point_of_no_return(j.history))
-        j.append("end", action=action, run=run, outcome="done", detail=summary)
+        if action in journal.ENDINGS:
+            j.append("end", action=action, run=run, outcome="done", detail=_tally(j.history, action))
+            record = _record(plan, action, j.history, run)
+            journal.close(folder, record)
+        else:
+            summary = _summary(plan, action, j.history, past=steps.past_point_of_no_return(j.history))
+            j.append("end", action=action, run=run, outcome="done", detail=summary)
     _quietly(lambda: fx.hook("on_success"), "on_success")
+    if action in journal.ENDINGS:
+        return _ended(plan, action, record)
     return _result(plan, action, j.history, run)
+
+
+def _tally(history: History, action: Action) -> dict[str, Any]:
+    """What an ending removed and kept, over all its runs."""
+    rows = step_table(history.runs_of(action))
+    return {"removed": [i for r in rows for i in r.detail.get("removed", [])],
+            "kept": [i for r in rows for i in r.detail.get("kept", [])]}
+
+
+def _record(plan: Plan, action: Action, history: History, run: str) -> dict[str, Any]:
+    """The completion record: what ended the migration, when, every attempt, and where the journal went."""
+    at = iso_millis_z(time.time())
+    return {"action": action, "plan": plan.name, "run": run, "at": at,
+            "record": str(journal.directory(plan) / journal.RECORD),
+            "journal": f"journal-{at.replace(':', '').replace('.', '')}.jsonl",
+            "attempts": [a.as_dict() for a in history.attempts()],
+            "steps": [s.as_dict() for s in step_table(history.runs_of(action))], **_tally(history, action)}
+
+
+def _ended(plan: Plan, action: Action, record: dict[str, Any], already: bool = False) -> SwitchResult:
+    rows = tuple(StepRow(s["name"], s["outcome"], s["seconds"], s["started_at"], s["error"], s["detail"])
+                 for s in record.get("steps", []))
+    summary = {k: record.get(k) for k in ("at", "record", "journal", "removed", "kept")}
+    summary["journal"] = str(journal.directory(plan) / "archive" / str(record.get("journal")))
+    return SwitchResult(action, plan.name, record.get("run"), already, "completed" if action == "complete"
+                        else "cancelled", rows, summary)
 
 
 def _recheck(plan: Plan, action: Action, history: History, opts: Options) -> dict[str, Any]:

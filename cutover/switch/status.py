@@ -48,6 +48,10 @@ _ROLES: dict[tuple[str, str], tuple[bool, str]] = {
     ("reverse", "promoted"): (True, "copies new -> old so that a rollback loses nothing"),
     ("reverse", "rolling-back"): (True, "drains, then stops at the switch back"),
     ("reverse", "rolled-back"): (False, "stopped at rollback: the clients write to the old cluster again"),
+    ("forward", "completing"): (False, "retired by complete"),
+    ("reverse", "completing"): (False, "retired by complete"),
+    ("forward", "cancelling"): (False, "retired by cancel"),
+    ("reverse", "cancelling"): (False, "retired by cancel"),
 }
 
 
@@ -66,9 +70,29 @@ def _verify(plan: Plan) -> dict[str, Any]:
     return {pair.new: last.as_dict() if (last := last_result(plan, pair.new)) else None for pair in plan.spec.tables}
 
 
+def ended(plan: Plan, record: dict[str, Any]) -> dict[str, Any]:
+    """A migration that complete or cancel ended: its completion record; the mirrors are retired."""
+    folder = journal.directory(plan)
+    report = {
+        "plan": plan.name, "phase": "completed" if record.get("action") == "complete" else "cancelled",
+        "cycle": max((a["cycle"] for a in record.get("attempts", [])), default=0),
+        "journal": str(folder / "archive" / str(record.get("journal"))), "running": journal.holder(folder),
+        "attempts": record.get("attempts", []), "action": record.get("action"), "steps": record.get("steps", []),
+        "freeze_window": None, "carried_back": None, "ended": {k: record.get(k) for k in ("at", "record", "run")},
+        "removed": record.get("removed", []), "kept": record.get("kept", []),
+        "mirror": {"forward": None, "reverse": None, "reverse_process": background.running(plan)},
+        "verify": _try(lambda: _verify(plan)),
+        "routing": _try(lambda: routing.read(plan)) or {"active": "old", "note": "no routing file written yet"},
+    }
+    report["problems"] = problems(report)
+    return report
+
+
 def status(plan: Plan, timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
     folder = journal.directory(plan)
     history = journal.read(folder)
+    if history.ended is not None and not history.runs:
+        return ended(plan, history.ended)
     last = history.last
     action: journal.Action = last.action if last else "promote"
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:  # side by side: one --timeout for all
@@ -117,6 +141,11 @@ def problems(s: dict[str, Any]) -> list[str]:
 def render(s: dict[str, Any]) -> str:
     lines = [f"plan {s['plan']}: phase {s['phase']}" + (f", cycle {s['cycle']}" if s["cycle"] else "")
              + (f" (running: {s['running']})" if s["running"] else "")]
+    if s.get("ended"):
+        e = s["ended"]
+        lines.append(f"{s['action']} finished at {e['at']}: record {e['record']}, journal archived to {s['journal']}; "
+                     f"{len(s['removed'])} item(s) removed, {len(s['kept'])} kept")
+        lines += [f"  kept {k['kind']} {k['name']} ({k['where']}): {k['note']}" for k in s["kept"]]
     if s["attempts"]:
         lines.append("attempts:")
         lines.append(table([[str(a["cycle"]), a["action"], a["started_at"], a["outcome"]

@@ -67,8 +67,9 @@ def test_help_lists_only_working_commands(capsys: pytest.CaptureFixture[str]) ->
     code, out, _ = run(["--help"], capsys)
     assert code == 0
     listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.startswith("  ")]
+    # in the order a migration uses them
     assert listed == ["demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "shadow", "verify",
-                      "drill", "promote", "status", "rollback", "jars"]  # in the order a migration uses them
+                      "drill", "promote", "status", "rollback", "complete", "cancel", "jars"]
 
 
 def test_local_status_without_a_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -57,6 +57,17 @@ def test_the_plan_reference_names_every_plan_key_with_its_meaning(site: Path) ->
     assert [k.path for k in keys if k.path not in text] == []
 
 
+def test_the_runbook_reference_names_every_step_and_argument(site: Path) -> None:
+    from cutover.drill import reference as steps
+    from cutover.drill.ops import OPS
+
+    text = _text(site / "reference" / "runbook-steps" / "index.html")
+    assert len(OPS) > 30
+    assert [f"{k}: {n}" for k, n in OPS if f"{k}: {n}" not in text] == []
+    assert [(n, a[0]) for (_k, n), o in OPS.items() for a in steps.arguments(o) if a[0] not in text] == []
+    assert "complete" in {n for _k, n in OPS}
+
+
 def test_the_readme_is_short_and_links_the_site() -> None:
     readme = (REPO / "README.md").read_text().splitlines()
     assert len(readme) <= 150, len(readme)

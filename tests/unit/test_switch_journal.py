@@ -35,7 +35,7 @@ def test_a_finished_promote_then_rollback_attempts(tmp_path: Path) -> None:
     h = journal.read(tmp_path)
     assert h.phase() == "rolling-back"
     assert [r.run for r in h.promote_attempt()] == ["a", "b"]
-    assert [r.run for r in h.rollback_attempt()] == ["c"]
+    assert [r.run for r in h.latest_attempt("rollback")] == ["c"]
     assert set(h.done_steps("rollback")) == {"freeze-producers"}
     assert h.done_steps("promote") == {}  # the latest run is a rollback: promote has no open attempt
     assert steps.past_point_of_no_return(h)

@@ -205,6 +205,17 @@ def _rollback(d: Drill, _a: NoArgs) -> Detail:
     return _switch(d, "rollback")
 
 
+@op("action", "complete", NoArgs, lambda _a: "cutover complete --execute: a final verify, both mirrors retired, "
+    "their state and the shadow's leftovers removed as the plan says; the journal archived")
+def _complete(d: Drill, _a: NoArgs) -> Detail:
+    from cutover.switch import runner
+
+    result = runner.execute(d.switch_plan(), "complete", runner.Options(timeout=d.timeout))
+    return {"phase": result.phase, "removed": [f"{i['kind']} {i['name']}" for i in result.summary["removed"]],
+            "kept": [f"{i['kind']} {i['name']}: {i['note']}" for i in result.summary["kept"]],
+            "record": result.summary["record"]}
+
+
 @dataclass(frozen=True)
 class ReplayArgs:
     #: the cluster whose retained topic the table is rebuilt from
