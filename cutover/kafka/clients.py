@@ -29,6 +29,11 @@ client_log = logging.getLogger("cutover.kafka.librdkafka")
 DEFAULT_TIMEOUT = NETWORK_TIMEOUT
 #: Seconds librdkafka's FAIL lines stay relevant to explain a failure.
 _RECENT = 2 * NETWORK_TIMEOUT
+#: A cluster this process never reached whose every connection is refused for this long is named at once:
+#: nothing listens there. One it has reached is waited for to the timeout (a broker restarting refuses).
+REFUSED_GRACE = 3.0
+#: The bootstrap lists this process has had an answer from.
+_REACHED: set[str] = set()
 
 _AUTH_CODES = {
     KafkaError._AUTHENTICATION,
@@ -149,18 +154,23 @@ def metadata(ref: ClusterRef, client: AdminClient, timeout: float, doing: str, t
     once, not after `timeout`. Anything else (refused, no answer) is asked again until `timeout`."""
     from cutover.kafka import diagnose
 
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
+    bootstrap = ref.properties.get("bootstrap.servers", "")
     while True:
         left = deadline - time.monotonic()
         try:
-            if topic is None:
-                return client.list_topics(timeout=max(0.1, min(1.0, left)))
-            return client.list_topics(topic, timeout=max(0.1, min(1.0, left)))
+            found = client.list_topics(topic, timeout=max(0.1, min(1.0, left))) if topic is not None else \
+                client.list_topics(timeout=max(0.1, min(1.0, left)))
+            _REACHED.add(bootstrap)
+            return found
         except KafkaException as exc:
             client.poll(0)  # serve the error callbacks that say why
             recent = time.monotonic() - _RECENT
             lines = [*(e.str() for e in ref.errors), *(t for at, t in ref.failures if at >= recent)]
-            if time.monotonic() >= deadline or diagnose.decisive(lines, ref.properties):
+            if time.monotonic() >= deadline or diagnose.decisive(lines, ref.properties) or (
+                    bootstrap not in _REACHED and time.monotonic() - started >= REFUSED_GRACE
+                    and diagnose.all_refused(lines, ref.properties)):
                 raise ref.failure(exc, doing, client) from None
 
 

@@ -40,6 +40,12 @@ def decisive(lines: Iterable[str], props: Mapping[str, str]) -> bool:
     found = explain(texts, props)
     return found is not None and found.kind in DECISIVE
 
+def all_refused(lines: Iterable[str], props: Mapping[str, str]) -> bool:
+    """Whether every recent line is a refused connection (nothing else, such as an answer, was heard)."""
+    texts = [t for t in lines if t and "brokers are down" not in t]
+    return bool(texts) and all((d := explain([t], props)) is not None and d.kind == "refused" for t in texts)
+
+
 _ADDRESS = re.compile(r"(?:[a-z_]+://)?(\[?[\w.:-]+?\]?:\d+)/(?:bootstrap|\d+):")
 
 

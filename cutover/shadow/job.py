@@ -29,14 +29,14 @@ from cutover.errors import CutoverError, Refused, UnreachableError, UsageError
 from cutover.kafka import inspect
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
 from cutover.kafka.offsets import log_offsets
-from cutover.lake import tables
+from cutover.lake import eras, tables
 from cutover.lake.stamps import TableOffsets
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair, select_pairs
 from cutover.shadow import ddl
 from cutover.shadow.decode import Payload, decoder_for
 from cutover.shadow.source import java_properties, reader_options
-from cutover.shadow.writer import TableWriter, payload_of, retrying
+from cutover.shadow.writer import TableWriter, handed_over, payload_of, retrying
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -227,6 +227,8 @@ def _starting(plan: Plan, pair: TablePair, held: TableOffsets, cluster_id: str, 
     """Where each partition starts; refusals when the table's offsets do not belong to this cluster."""
     explicit = (opts.start_offsets or {}).get(pair.topic, {})
     if held.stamped and held.cluster_id != cluster_id and not explicit and opts.start == "table":
+        if eras.K_HANDOVERS in tables.properties_of(tables.load_table(plan, pair.new)):
+            raise handed_over(pair.new, held, cluster_id)  # a supervised writer restarted after the switch
         raise Refused(f"table {pair.new} holds offsets of cluster {held.cluster_id}, but this run reads "
                       f"{ref.describe()} (cluster {cluster_id})",
                       fix="pass --start-offsets with the translated positions (cutover offsets translate), or "

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cutover.errors import CutoverError, Refused, UnreachableError
+from cutover.errors import CutoverError, ExitCode, Refused, UnreachableError
 from cutover.lake import stamps, tables
 from cutover.output import progress
 from cutover.plan import Plan, TablePair
@@ -39,6 +39,21 @@ T = TypeVar("T")
 
 class BadRecord(CutoverError):
     """A record could not be decoded and the table's policy is to stop."""
+
+
+class HandedOver(CutoverError):
+    """The switch handed the table to a writer of the other cluster (promote's hand-over, rollback's
+    hand-back): the end this run was running for, not a failure."""
+
+    exit_code = ExitCode.CLOSED_BY_SWITCH
+
+
+def handed_over(table: str, held: stamps.TableOffsets, cluster_id: str) -> HandedOver:
+    return HandedOver(f"table {table} was handed over: its newest stamp is cluster {held.cluster_id}'s (run "
+                      f"{held.run_id}), and this run reads cluster {cluster_id}, so it ends here, writing nothing more",
+                      fix="nothing to do: this is how a writer ends at promote's hand-over or rollback's hand-back "
+                          "(exit code 8, which the shipped systemd unit treats as done); the other cluster's writer "
+                          "goes on")
 
 
 class SchemaDrift(CutoverError):
@@ -139,6 +154,8 @@ class TableWriter:
         """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
         snaps, base, tbl = tables.snapshots(self.plan, self.table)
         main = stamps.latest(snaps, base, self.table, tables.properties_of(tbl))
+        if main.stamped and main.cluster_id != self.cluster_id:  # the switch moved the table on meanwhile
+            raise handed_over(self.table, main, self.cluster_id)
         done = main.for_cluster(self.cluster_id)
         marked = self._mark(df.where(_at_or_after(done))).persist()
         try:

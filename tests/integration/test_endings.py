@@ -274,3 +274,49 @@ def test_cancel_lists_then_removes_what_cutover_made_and_leaves_the_old_cluster_
     assert s["phase"] == "cancelled" and [a["action"] for a in s["attempts"]] == ["cancel"]
     refused = cutover("promote", "--plan", str(main.file), "--execute")
     assert refused.code == 3 and "this migration was cancelled at" in refused.err
+
+
+def test_a_shadow_service_ends_with_8_when_the_switch_hands_its_table_to_the_other_clusters_writer(
+        sandbox: Sandbox, plan: Plan, spark: Any, ns: str, tmp_path: Path) -> None:
+    """The old pipeline's stand-in (cutover shadow --follow writing the canonical table from the old cluster) is
+    still running when promote hands the table over: at its next batch it ends with exit 8, writing nothing
+    more, and a restart by its supervisor ends with 8 at once."""
+    import pytest
+
+    from cutover.kafka.inspect import cluster_id
+    from cutover.lake import tables
+    from cutover.shadow.writer import HandedOver
+    from cutover.switch import handover
+    from tests.integration.shadow_util import shadow, shadow_plan, start_shadow
+
+    pair = {"topic": f"{ns}.orders", "schema": [{"name": "seq", "type": "long", "nullable": False}]}
+    stand_in = shadow_plan(sandbox.plan_file, ns, tmp_path, [{**pair, "old": f"{ns}.unused", "new": f"{ns}.legacy"}])
+    canonical = derive(stand_in.file, tmp_path / "canonical.yaml", tables=[{**pair, "old": f"{ns}.legacy",
+                                                                            "new": f"{ns}.orders"}])
+    old = plan.cluster("old")
+    create_topic(old, f"{ns}.orders", 1)
+    produce(old, f"{ns}.orders", [{"value": b'{"seq": %d}' % i} for i in range(10)])
+
+    def rows() -> int:
+        return sum(tables.table_offsets(stand_in, f"{ns}.legacy").positions.values())
+
+    service = start_shadow(stand_in, tmp_path / "shadow.log", "--follow", "--cluster", "old")
+    try:
+        wait_for(lambda: tables.exists(stand_in, f"{ns}.legacy") and rows() == 10, 180, "the stand-in's first rows")
+        # promote's hand-over, as the switch writes it: the new cluster's positions stamped on the table
+        new_id = cluster_id(ClusterRef.of(plan, "new"))
+        handover.stamp(spark, canonical, canonical.spec.tables[0], new_id, {0: 0}, {"direction": "forward",
+                                                                                     "run": "test"}, 0)
+        produce(old, f"{ns}.orders", [{"value": b'{"seq": %d}' % i} for i in range(10, 15)])  # the next batch
+        service.wait(180)
+    finally:
+        if service.poll() is None:
+            os.killpg(service.pid, signal.SIGKILL)
+    log = (tmp_path / "shadow.log").read_text()
+    assert service.returncode == 8, log[-3000:]
+    assert f"table {ns}.legacy was handed over: its newest stamp is cluster {new_id}'s" in log
+    held = tables.table_offsets(stand_in, f"{ns}.legacy")
+    assert held.cluster_id == new_id and held.positions == {0: 0}  # nothing written after the hand-over
+    # Its supervisor's restart ends at once, the same way.
+    with pytest.raises(HandedOver, match=f"table {ns}.legacy was handed over"):
+        shadow(stand_in, cluster="old")

@@ -82,6 +82,21 @@ def test_a_wrong_security_protocol_is_named_at_once_not_after_the_timeout(
     assert "pw-never-shown" not in run.out + run.err + mirror.err
 
 
+def test_a_port_nothing_listens_on_is_named_within_seconds_not_after_the_timeout(
+        sandbox: Sandbox, tmp_path: Path, closed_port: int) -> None:
+    """Every connection refused, by a cluster this process never reached: named after a 3 s grace, not
+    after --timeout (600 s here; the run is given 60 s). A cluster it has reached is waited for (a broker
+    restarting refuses for a while): the mirror riding through restarts is tested in test_mirror_faults."""
+    old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
+    bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True,
+                 clusters={"old": {**old, "bootstrap.servers": f"127.0.0.1:{closed_port}"}})
+    said = f"nothing listens on 127.0.0.1:{closed_port} (connection refused)"
+    run = cutover("plan", "check", "--plan", str(bad.file), "--timeout", "600", timeout=60)
+    assert run.code == 1 and said in run.out, (run.out, run.err)
+    mirror = cutover("mirror", "--plan", str(bad.file), "--until-caught-up", "--timeout", "600", timeout=60)
+    assert mirror.code == 1 and said in mirror.err, mirror.err
+
+
 def test_status_exits_1_and_names_the_part_in_error(sandbox: Sandbox, tmp_path: Path, closed_port: int) -> None:
     old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
     bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True,

@@ -47,6 +47,8 @@ def test_the_systemd_units_run_cutover_commands_that_parse() -> None:
     shadow = _unit("cutover-shadow.service")
     sctx = _parses(shlex.split(shadow["Service"]["ExecStart"])[1:])
     assert sctx.params["mode"] == "follow" and shadow["Service"]["KillSignal"] == "SIGTERM"
+    # a table handed to the other cluster's writer ends the shadow: done, and not restarted
+    assert shadow["Service"]["SuccessExitStatus"] == closed and shadow["Service"]["RestartPreventExitStatus"] == closed
 
 
 def test_the_kubernetes_mirror_runs_one_shard_per_replica() -> None:
