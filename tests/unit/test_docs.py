@@ -72,3 +72,14 @@ def test_the_readme_is_short_and_links_the_site() -> None:
     readme = (REPO / "README.md").read_text().splitlines()
     assert len(readme) <= 150, len(readme)
     assert any("docs/" in line for line in readme)
+
+
+def test_the_runbook_in_the_how_to_is_a_valid_runbook(tmp_path: Path) -> None:
+    from cutover.drill import model
+
+    text = (REPO / "docs" / "how-to" / "runbooks.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text, re.S)
+    assert block is not None
+    (tmp_path / "staging-switch.yaml").write_text(block.group(1))
+    rb = model.load(tmp_path / "staging-switch.yaml", {})
+    assert [s.name for s in rb.steps][-1] == "switch again" and any(s.kind == "manual" for s in rb.steps)
