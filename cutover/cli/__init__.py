@@ -138,6 +138,10 @@ def main(argv: list[str] | None = None) -> None:
         code = exc.exit_code
     except click.ClickException as exc:
         exc.show()
+        if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.ctx.parent is None \
+                and exc.option_name not in ("-h", "--help"):
+            click.echo(f"  fix: options go after the command's name: cutover COMMAND {exc.option_name} ... "
+                       "(cutover --help lists the commands)", err=True)
         code = ExitCode.USAGE if isinstance(exc, click.UsageError) else ExitCode.ERROR
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("interrupted", err=True)

@@ -185,7 +185,33 @@ def _render_checked(answers: Any, target: Path) -> str:
         stand_in = f"cutover-init-stand-in-{os.urandom(8).hex()}"  # registered as a secret: never met again
         try:
             load_plan(draft, environ={**os.environ, **{v: stand_in for v in answers.variables()}})
-        except PlanError as exc:  # named against the plan it would have been, not a file that is gone
-            raise PlanError([p.replace(str(draft), str(target)) + " (nothing was written)"
+        except PlanError as exc:  # named by the flag that gave the answer, not a line of a file never written
+            raise PlanError([_by_flag(p.replace(str(draft), str(target))) + " (nothing was written)"
                              for p in exc.problems]) from None
     return text
+
+
+#: Plan keys -> the init flag whose answer wrote them (the longest matching key wins).
+_FLAGS = {"topics": "--topics", "groups": "--groups", "tables": "--pair", "catalog.uri": "--catalog-uri",
+          "catalog.warehouse": "--warehouse", "catalog.storage": "--storage", "catalog": "--catalog-uri",
+          "clusters.old": "--old-bootstrap / --old-security", "clusters.new": "--new-bootstrap",
+          "clusters.old['bootstrap.servers']": "--old-bootstrap",
+          "clusters.new['bootstrap.servers']": "--new-bootstrap",
+          "clusters.old['sasl.password']": "--old-password-var", "clusters.new['sasl.password']": "--new-password-var",
+          "clusters.old['sasl.username']": "--old-user", "clusters.new['sasl.username']": "--new-user",
+          "clusters.old['ssl.ca.location']": "--old-ca", "clusters.new['ssl.ca.location']": "--new-ca",
+          "env_file": "--env-file"}
+
+
+def _by_flag(problem: str) -> str:
+    """'FILE:LINE: key.path: what' -> '--flag (key.path in FILE): what'."""
+    import re
+
+    m = re.match(r"(?P<file>.+?):\d+: (?P<key>[^:\s]+): (?P<what>.*)", problem, re.S)
+    if not m:
+        return problem
+    key = m.group("key")
+    best = max((k for k in _FLAGS if key == k or key.startswith((k + ".", k + "[", k + "'"))), key=len, default=None)
+    if best is None:
+        return problem
+    return f"{_FLAGS[best]} (plan key {key}): {m.group('what')}"

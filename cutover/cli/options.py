@@ -54,8 +54,28 @@ def timeout_option(whole: bool) -> Callable[[F], F]:
     text = ("The longest this command may take, in seconds: every cluster, the catalog and the storage are asked "
             "within it." if whole else "Seconds to wait for any one answer from a cluster, the catalog or the "
             "storage before giving up.")
-    return click.option("--timeout", type=click.FloatRange(min=0.1), default=NETWORK_TIMEOUT, show_default=True,
-                        callback=bound, help=text)
+    return click.option("--timeout", type=_Seconds(), default=NETWORK_TIMEOUT, show_default=True,
+                        callback=bound, help=text + " Seconds, or a duration as plans write one (90s, 5m).")
+
+
+class _Seconds(click.ParamType):  # type: ignore[type-arg]
+    """Seconds (at least 0.1), as a number or a duration the way plans write them (500ms, 90s, 5m, 1h)."""
+
+    name = "SECONDS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        from cutover.plan.schema import Duration
+
+        if isinstance(value, int | float):
+            seconds = float(value)
+        else:
+            try:
+                seconds = float(Duration.parse(str(value)))
+            except (ValueError, TypeError):
+                self.fail(f"{value!r} is not a number of seconds nor a duration such as 90s or 5m", param, ctx)
+        if seconds < 0.1:
+            self.fail(f"{value!r} is below the least timeout, 0.1 s", param, ctx)
+        return seconds
 
 
 @contextmanager

@@ -50,6 +50,7 @@ def cluster_id(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> str:
 
 def list_groups(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     client = admin(ref)
+    metadata(ref, client, timeout, "listing consumer groups")  # what is knowable at once is named at once
     try:
         listing = client.list_consumer_groups(request_timeout=timeout).result(timeout=timeout + 1)
     except (KafkaException, concurrent.futures.TimeoutError) as exc:

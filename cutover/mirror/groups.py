@@ -93,7 +93,9 @@ def translate_group(plan: Plan, group: str, direction: st.Direction = "forward",
     if not info.offsets:
         known = list_groups(rt.source, timeout)
         raise UsageError(f"consumer group {group} has no committed offsets on {rt.source.describe()}; groups "
-                         f"there: {', '.join(known[:30]) or '(none)'}", fix="name a group that has committed")
+                         f"there: {', '.join(known[:30]) or '(none)'}",
+                         fix="--reverse translates the new cluster's offsets back, for after a promote; before it, "
+                             "drop --reverse" if direction == "reverse" else "name a group that has committed")
     out = translate(translator(rt, plan, timeout), info.offsets)
     return [t if t.target_offset is not None or plan.spec.topics.matches(t.topic) else
             dataclasses.replace(t, reason=f"topic {t.topic} is not in the plan's topic selection: never mirrored")

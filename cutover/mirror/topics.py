@@ -76,7 +76,9 @@ def selected_topics(rt: Route, include: list[str], matches: object, prefix: str,
         shown = ", ".join(sorted(names)[:30]) or "(none)"
         raise UsageError(f"the plan's topics selection (include {include}) matches no topic on "
                          f"{rt.source.describe()}; topics there: {shown}",
-                         fix="correct topics.include / topics.exclude in the plan")
+                         fix="--reverse reads the new cluster, which holds the selected topics only once the "
+                             "mirror has copied them: run cutover mirror first (--reverse is for after a promote)"
+                         if rt.direction == "reverse" else "correct topics.include / topics.exclude in the plan")
     return dict(sorted(chosen.items()))
 
 

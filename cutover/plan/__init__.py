@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,13 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
         if not props.get("bootstrap.servers"):
             problems.append(f"{where(('clusters', side))}: 'bootstrap.servers' is required "
                             "(fix: host:port of one or more brokers, comma-separated)")
+        else:
+            problems += [f"{where(('clusters', side, 'bootstrap.servers'))}: {p}" for p in
+                         _bootstrap_problems(str(props["bootstrap.servers"]))]
+        problems += [f"{where(('clusters', side))}: {p}" for p in _client_problems(props)]
+    if spec.catalog is not None:
+        problems += [f"{where(('catalog', 'uri'))}: {p}" for p in _catalog_problems(spec.catalog.type,
+                                                                                   spec.catalog.uri)]
     shared = _brokers(spec.clusters.old) & _brokers(spec.clusters.new)
     if shared:
         problems.append(f"{where(('clusters', 'new'))}: 'bootstrap.servers' names {', '.join(sorted(shared))}, as "
@@ -130,6 +138,81 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
             problems.append(f"{where(('tables', i))}: {' and '.join(registry_formats)} need a schema registry, and "
                             "the plan has no registry section (fix: add registry: {old: {url: ...}, new: {url: ...}})")
     return problems
+
+
+def _bootstrap_problems(value: str) -> list[str]:
+    """What is wrong with a bootstrap.servers list: each entry must be host:port."""
+    out = []
+    for part in (p.strip() for p in value.split(",")):
+        if "://" in part and not part.lower().startswith(("plaintext://", "ssl://", "sasl_plaintext://",
+                                                          "sasl_ssl://")):
+            out.append(f"{part!r} is a URL; bootstrap.servers is host:port, comma-separated (fix: "
+                       f"{part.split('://', 1)[1].rstrip('/')})")
+        elif ";" in part or " " in part:
+            out.append(f"{part!r} is not host:port (fix: separate brokers with commas, e.g. b1:9092,b2:9092)")
+        elif part and not re.fullmatch(r"(?:[a-z_]+://)?(\[[0-9a-f:.]+\]|[^:\[\]]+):\d{1,5}", part, re.I):
+            out.append(f"{part!r} is not host:port (fix: give the port too, e.g. {part.rsplit(':', 1)[0]}:9092)")
+    return out
+
+
+def _client_problems(props: dict[str, str]) -> list[str]:
+    """Client properties librdkafka itself refuses (an unknown name, a value out of its set), asked without
+    connecting: the properties are tried on a client given no brokers."""
+    from confluent_kafka import KafkaException, Producer
+
+    trial: dict[str, Any] = {k: v for k, v in props.items() if k != "bootstrap.servers"
+                             and not str(v).startswith("${") and not k.endswith((".location", ".pem", ".keytab"))}
+    # (files: tls.check_files names those)
+    trial["logger"] = logging.getLogger("cutover.kafka.librdkafka")  # not librdkafka's own stderr
+    try:
+        Producer(trial).flush(0)
+    except KafkaException as exc:
+        text = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
+        if not text.startswith(("No such configuration property", "Invalid value", "Unsupported value")):
+            return []  # a combination it refuses (SCRAM without a user): the connection names it, with the fix
+        hint = ""
+        name = re.search(r"No such configuration property: \"([^\"]+)\"", text)
+        if name:
+            import difflib
+
+            close = difflib.get_close_matches(name.group(1), _KNOWN_PROPERTIES, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+        if "security.protocol" in text:
+            hint += " (one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
+        return [f"librdkafka refuses these client properties: {text}{hint} (fix: see librdkafka's CONFIGURATION.md)"]
+    except (TypeError, ValueError) as exc:
+        return [f"librdkafka refuses these client properties: {exc}"]
+    return []
+
+
+#: Common client properties, for "did you mean".
+_KNOWN_PROPERTIES = ("security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username", "sasl.password",
+                     "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+                     "ssl.endpoint.identification.algorithm", "client.id", "sasl.kerberos.service.name",
+                     "sasl.oauthbearer.method", "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret",
+                     "sasl.oauthbearer.token.endpoint.url", "socket.timeout.ms", "request.timeout.ms",
+                     "message.max.bytes", "receive.message.max.bytes", "client.rack", "ssl.ca.pem",
+                     "ssl.certificate.pem", "ssl.key.pem", "enable.ssl.certificate.verification")
+
+
+def _catalog_problems(kind: str, uri: str) -> list[str]:
+    """A catalog URI whose scheme cannot be what the catalog's type needs."""
+    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+    if kind == "rest":
+        if scheme not in ("http", "https"):
+            return [f"{uri.split('://')[0]!r}: a REST catalog's uri is http:// or https:// (fix: the REST server's "
+                    "address, or type: sql for a SQLite or PostgreSQL catalog)"]
+        return []
+    if scheme == "sqlite":
+        return []
+    if scheme.startswith("postgresql"):
+        return []
+    if scheme in ("http", "https"):
+        return ["an http(s) uri is a REST catalog's (fix: set catalog.type: rest)"]
+    fixes = {"sqlite3": "sqlite:////absolute/path/catalog.db", "postgres": "postgresql+psycopg2://user@host/db",
+             "jdbc:postgresql": "postgresql+psycopg2://user@host/db", "jdbc:sqlite": "sqlite:////absolute/path.db"}
+    fix = fixes.get(scheme, "sqlite:////absolute/path/catalog.db or postgresql+psycopg2://user@host:5432/db")
+    return [f"scheme {scheme or '(none)'!r} is not a SQL catalog's (fix: {fix})"]
 
 
 def _brokers(props: dict[str, str]) -> set[str]:

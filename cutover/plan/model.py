@@ -221,7 +221,8 @@ class LagGate:
 @dataclass(frozen=True)
 class Gates:
     #: Records per partition the forward mirror may be behind when promote starts (the drain copies the rest).
-    max_mirror_lag: int = 1000
+    max_mirror_lag: int = field(default=1000, metadata={"check": lambda n: None if n >= 0 else
+                                                        "must be 0 or more"})
     #: Promote needs a passing verify at most this old.
     verify_max_age: Duration = Duration(3600)
     #: Rows of the old table that the new one lacks, allowed before verify fails.

@@ -33,9 +33,18 @@ class Finding:
 
 
 def offline(plan: Plan) -> list[Finding]:
-    """What can be found without connecting: the hooks and a SQLite catalog's file."""
+    """What can be found without connecting: the hooks, a SQLite catalog's file, table topics the selection
+    leaves out."""
     missing = sqlite_missing(plan)
-    return [*hook_findings(plan), *([missing] if missing else [])]
+    return [*hook_findings(plan), *([missing] if missing else []), *unselected_tables(plan)]
+
+
+def unselected_tables(plan: Plan) -> list[Finding]:
+    """Table pairs whose topic the plan's topic selection leaves out: the mirror never copies it."""
+    return [Finding("tables", f"tables[{i}].topic {t.topic} is not in the plan's topic selection (topics.include "
+                    "/ exclude): the mirror never copies it, so the shadow finds nothing of it on the new cluster",
+                    f"select {t.topic} in topics.include, or correct the table pair's topic")
+            for i, t in enumerate(plan.spec.tables) if not plan.spec.topics.matches(t.topic)]
 
 
 def online(plan: Plan, old_topics: list[str] | None, old_groups: list[str] | None) -> list[Finding]:

@@ -79,11 +79,15 @@ def read_document(file: Path, kind: str = "plan file", missing_fix: str = "check
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else str(file)
-        raise PlanError([f"{where}: YAML syntax error: {exc.problem or exc.context}"]) from None
+        raise PlanError([f"{where}: YAML syntax error: {exc.problem or exc.context}{_yaml_hint(exc, text)}"]) \
+            from None
     finally:
         loader.dispose()
     doc = Document(file=file, data=None)
     if node is None:
+        if kind == "plan file":
+            raise PlanError([f"{file}: the plan file is empty (fix: cutover init --plan {file} writes one from "
+                             "your answers; samples/minimal.yaml is the smallest plan)"])
         doc.data = {}
         return doc
     problems: list[str] = []
@@ -91,6 +95,22 @@ def read_document(file: Path, kind: str = "plan file", missing_fix: str = "check
     if problems:
         raise PlanError(problems)
     return doc
+
+
+def _yaml_hint(exc: yaml.MarkedYAMLError, text: str) -> str:
+    """The fix for the YAML mistakes people make most."""
+    problem = str(exc.problem or "")
+    mark = exc.problem_mark
+    line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
+    if "\\t" in problem or "'\\t'" in problem or line[:mark.column + 1].count("\t") if mark else False:
+        return " (fix: YAML indents with spaces only; replace the tab)"
+    if "alphabetic or numeric character" in problem and "*" in line:
+        return " (fix: quote the value: a bare * starts a YAML alias; a pattern is a regex, e.g. \".*\")"
+    if "mapping values are not allowed" in problem:
+        return " (fix: check the indentation of this line against its parent key, and quote a value holding ': ')"
+    if "expected <block end>" in problem:
+        return " (fix: check the indentation: this line does not line up with the keys around it)"
+    return ""
 
 
 def _to_python(node: yaml.Node, path: PathKey, doc: Document, loader: yaml.SafeLoader, problems: list[str]) -> Any:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cutover.errors import CutoverError, Refused
+from cutover.errors import CutoverError, Refused, UsageError
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan
 from cutover.registry import apicurio
@@ -82,8 +82,8 @@ def clients(plan: Plan, timeout: float, reverse: bool = False) -> tuple[Registry
     """(source, target) registries: old to new, or new to old for the way back."""
     reg = plan.spec.registry
     if reg is None:
-        raise CutoverError(f"{plan.file}: the plan has no registry section",
-                           fix="add registry: {old: {url: ...}, new: {url: ...}} (see samples/plan.yaml)")
+        raise UsageError(f"{plan.file}: the plan has no registry section",
+                         fix="add registry: {old: {url: ...}, new: {url: ...}} (see samples/plan.yaml)")
     old, new = RegistryClient("old", reg.old, timeout), RegistryClient("new", reg.new, timeout)
     return (new, old) if reverse else (old, new)
 

@@ -187,6 +187,7 @@ def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, 
     held = tables.table_offsets(plan, pair.new)
     starting = _starting(plan, pair, held, cluster_id, count, ref, opts)
     writer = TableWriter(plan=plan, pair=pair, cluster_id=cluster_id, run_id=run_id, decoder=decoder,
+                         started_on=held.snapshot_id,
                          on_bad_record=opts.on_bad_record or pair.on_bad_record,
                          payload=payload_of(spark, plan, pair.new), commit_timeout=plan.spec.spark.commit_timeout)
     return writer, starting

@@ -116,6 +116,9 @@ class TableWriter:
     busy: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
     failure: BaseException | None = None
+    #: The table's newest stamped snapshot when this run began: --start-offsets may continue a table from
+    #: another cluster's stamp; another cluster's stamp made since is the switch's hand-over.
+    started_on: int | None = None
 
     @property
     def table(self) -> str:
@@ -154,8 +157,8 @@ class TableWriter:
         """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
         snaps, base, tbl = tables.snapshots(self.plan, self.table)
         main = stamps.latest(snaps, base, self.table, tables.properties_of(tbl))
-        if main.stamped and main.cluster_id != self.cluster_id:  # the switch moved the table on meanwhile
-            raise handed_over(self.table, main, self.cluster_id)
+        if main.stamped and main.cluster_id != self.cluster_id and main.snapshot_id != self.started_on:
+            raise handed_over(self.table, main, self.cluster_id)  # the switch moved the table on meanwhile
         done = main.for_cluster(self.cluster_id)
         marked = self._mark(df.where(_at_or_after(done))).persist()
         try:

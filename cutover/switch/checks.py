@@ -139,6 +139,27 @@ def groups_idle(plan: Plan, source: ClusterSide, target: ClusterSide, timeout: f
                  test)
 
 
+def routing_usable(plan: Plan) -> Check:
+    """The routing file reads as cutover wrote it, and its folder takes the new one (checked before the freeze,
+    not found out at switch-clients)."""
+    def test() -> str | None:
+        import os
+
+        from cutover.switch import routing
+
+        routing.read(plan)  # a broken file raises, and is reported as the reason
+        path = routing.path(plan)
+        if path is None:
+            return None
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"cannot write the routing file {path}: {folder} is not writable by this user"
+        return None
+    return Check("routing-file", "the routing file reads as cutover wrote it, and its folder is writable", test)
+
+
 def hooks_runnable(plan: Plan) -> Check:
     def test() -> str | None:
         problems = hooks.check(plan)

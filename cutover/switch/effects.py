@@ -213,7 +213,7 @@ class DryRun:
     """Says, in order, what `Live` would do. Changes nothing; reads only what a step's plan depends on."""
 
     def __init__(self, plan: Plan,
-                 outside: Callable[[Any, st.Direction], dict[str, list[tuple[str, int]]]] | None = None,
+                 outside: Callable[[Any, st.Direction, float], dict[str, list[tuple[str, int]]]] | None = None,
                  action: str = "promote", leave: leftovers.Leave = leftovers.DEFAULT, timeout: float = 30.0) -> None:
         self.plan, self.action, self.leave, self.timeout = plan, action, leave, timeout
         self.lines: list[str] = []
@@ -264,7 +264,7 @@ class DryRun:
         src, dst = ("old", "new") if direction == "forward" else ("new", "old")
         detail = self._would(f"translate every selected group's offsets {src} -> {dst} exactly and commit them")
         try:  # read-only: which selected groups also read topics the plan does not mirror
-            others = self.outside(self.plan, direction)
+            others = self.outside(self.plan, direction, self.timeout)
         except CutoverError as exc:
             return self._would(f"(could not read the groups on the {src} cluster: {exc.message})")
         for group, tps in others.items():
@@ -351,10 +351,10 @@ def _write_canonical(plan: Plan, pair: TablePair, timeout: float) -> int:
     return summary.rows
 
 
-def _outside(plan: Plan, direction: st.Direction) -> dict[str, list[tuple[str, int]]]:
+def _outside(plan: Plan, direction: st.Direction, timeout: float) -> dict[str, list[tuple[str, int]]]:
     from cutover.mirror import groups
 
-    return groups.outside(plan, direction)
+    return groups.outside(plan, direction, timeout)
 
 
 def carried_back(plan: Plan, timeout: float) -> int:

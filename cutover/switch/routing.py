@@ -25,10 +25,15 @@ def read(plan: Plan) -> dict[str, Any] | None:
     if p is None or not p.exists():
         return None
     try:
-        data: dict[str, Any] = json.loads(p.read_text())
+        data: Any = json.loads(p.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise CutoverError(f"routing file {p} cannot be read: {exc}",
                            fix="restore it (cutover status shows the active side) or delete it") from None
+    if not isinstance(data, dict) or data.get("active") not in ("old", "new"):
+        found = repr(data.get("active")) if isinstance(data, dict) else f"a JSON {type(data).__name__}"
+        raise CutoverError(f"routing file {p}: \"active\" must be \"old\" or \"new\"; found {found}",
+                           fix="only cutover writes this file: restore it from the last switch's journal (cutover "
+                               "status), or delete it if no switch ever ran") from None
     return data
 
 

@@ -43,6 +43,8 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
     if not locked:
         out.append(checks.lock_free(plan))
     out.append(checks.hooks_runnable(plan))
+    if action not in journal.ENDINGS:
+        out.append(checks.routing_usable(plan))
     if history.started_steps(action) - {steps.HOLD, endings.FINAL_VERIFY}:
         return out  # a re-run continues an attempt whose preconditions held when it began
     if action in journal.ENDINGS:

@@ -17,6 +17,7 @@ from cutover.cli import main
 from cutover.errors import ExitCode
 
 PLAN = "clusters:\n  old: {bootstrap.servers: '127.0.0.1:1'}\n  new: {bootstrap.servers: '127.0.0.1:2'}\n"
+OFFLINE = ["plan", "check", "--plan", "{tmp}/p.yaml", "--offline"]
 RUNBOOK = "name: r\npurpose: p\nsteps:\n  - name: sample traffic\n    action: traffic.start\n  - name: nothing\n"
 
 #: (files to write under tmp, argv with {tmp} and {port}, exit code, words in stderr)
@@ -45,6 +46,43 @@ CASES = {
                              "already in use", "fix: choose a free port"]),
     "quiet-with-debug": ({"p.yaml": PLAN.encode()}, ["plan", "check", "--plan", "{tmp}/p.yaml", "-q", "--debug"],
                          ExitCode.USAGE, ["--quiet cannot be used with --debug or --verbose"]),
+    # Mistakes tried as a newcomer would (the issue's own and 125 of ours), kept where the answer was poor.
+    "bootstrap-as-a-url": ({"p.yaml": PLAN.replace("'127.0.0.1:1'", "'http://127.0.0.1:1/'").encode()},
+                           OFFLINE, ExitCode.USAGE, ["{tmp}/p.yaml:2: clusters.old['bootstrap.servers']: "
+                                                     "'http://127.0.0.1:1/' is a URL", "(fix: 127.0.0.1:1)"]),
+    "bootstrap-with-semicolons": ({"p.yaml": PLAN.replace("'127.0.0.1:1'", "'a:1;b:2'").encode()}, OFFLINE,
+                                  ExitCode.USAGE, ["'a:1;b:2' is not host:port", "separate brokers with commas"]),
+    "bootstrap-without-a-port": ({"p.yaml": PLAN.replace("'127.0.0.1:1'", "broker-1").encode()}, OFFLINE,
+                                 ExitCode.USAGE, ["'broker-1' is not host:port", "broker-1:9092"]),
+    "client-property-misspelt": ({"p.yaml": PLAN.replace("{bootstrap.servers: '127.0.0.1:1'}", "{bootstrap.servers: "
+                                                         "'127.0.0.1:1', security.protocl: SSL}").encode()},
+                                 OFFLINE, ExitCode.USAGE, ['No such configuration property: "security.protocl"; '
+                                                           "did you mean security.protocol?"]),
+    "security-protocol-misspelt": ({"p.yaml": PLAN.replace("{bootstrap.servers: '127.0.0.1:1'}",
+                                                           "{bootstrap.servers: '127.0.0.1:1', security.protocol: "
+                                                           "SASL-SSL}").encode()}, OFFLINE, ExitCode.USAGE,
+                                   ['Invalid value "SASL-SSL"', "one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"]),
+    "catalog-scheme-sqlite3": ({"p.yaml": (PLAN + "catalog: {uri: 'sqlite3:///c.db'}\n").encode()}, OFFLINE,
+                               ExitCode.USAGE, ["catalog.uri: scheme 'sqlite3' is not a SQL catalog's",
+                                                "sqlite:////absolute/path/catalog.db"]),
+    "catalog-rest-uri-on-sql": ({"p.yaml": (PLAN + "catalog: {uri: 'http://rest:8181'}\n").encode()}, OFFLINE,
+                                ExitCode.USAGE, ["an http(s) uri is a REST catalog's (fix: set catalog.type: rest)"]),
+    "yaml-tab-indent": ({"p.yaml": PLAN.replace("  new:", "\tnew:").encode()}, OFFLINE, ExitCode.USAGE,
+                        ["{tmp}/p.yaml:3:1: YAML syntax error", "YAML indents with spaces only"]),
+    "plan-file-empty": ({"p.yaml": b""}, OFFLINE, ExitCode.USAGE,
+                        ["{tmp}/p.yaml: the plan file is empty", "cutover init --plan"]),
+    "negative-lag-gate": ({"p.yaml": (PLAN + "gates: {max_mirror_lag: -1}\n").encode()}, OFFLINE, ExitCode.USAGE,
+                          ["gates.max_mirror_lag: must be 0 or more"]),
+    "plan-flag-before-the-command": ({"p.yaml": PLAN.encode()}, ["--plan", "{tmp}/p.yaml", "plan", "check"],
+                                     ExitCode.USAGE, ["No such option '--plan'", "options go after the command's "
+                                                      "name: cutover COMMAND --plan"]),
+    "timeout-that-is-not-a-duration": ({"p.yaml": PLAN.encode()}, ["status", "--plan", "{tmp}/p.yaml", "--timeout",
+                                                                   "5x"], ExitCode.USAGE,
+                                       ["'5x' is not a number of seconds nor a duration such as 90s or 5m"]),
+    "init-names-the-flag": ({}, ["init", "--plan", "{tmp}/n.yaml", "--old-bootstrap", "a:1", "--new-bootstrap", "b:2",
+                                 "--topics", "*", "--no-check"], ExitCode.USAGE,
+                            ["--topics (plan key topics.include): '*' is not a valid regular expression",
+                             "(nothing was written)"]),
 }
 
 
@@ -107,3 +145,22 @@ def test_version_and_the_verbosity_flags_work_before_and_after_the_command(
         capsys.readouterr()
         progress("a progress line")
         assert ("a progress line" in capsys.readouterr().err) is shown
+
+
+def test_a_routing_file_not_as_cutover_wrote_it_is_a_refusal_not_a_bug(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "p.yaml").write_text(PLAN + "routing: {file: r.json}\n")
+    for content, found in ((b'{"Active": "old"}', "found None"), (b'["new"]', "found a JSON list"),
+                           (b'{"active": "neww"}', "found 'neww'")):
+        (tmp_path / "r.json").write_bytes(content)
+        said = f'routing file {tmp_path}/r.json: "active" must be "old" or "new"; {found}'
+        with pytest.raises(SystemExit) as done:
+            main(["status", "--plan", str(tmp_path / "p.yaml"), "--timeout", "1"])
+        out, err = capsys.readouterr()
+        assert done.value.code == ExitCode.ERROR and f"routing: {said}" in out, out
+        assert "a bug in cutover" not in err + out and "Traceback" not in err
+    with pytest.raises(SystemExit) as done:  # promote refuses before it freezes anything
+        main(["promote", "--plan", str(tmp_path / "p.yaml"), "--dry-run", "--timeout", "1"])
+    out, err = capsys.readouterr()
+    assert done.value.code == ExitCode.REFUSED, err
+    assert f"REFUSED routing-file: could not check: {said}" in out

@@ -104,7 +104,7 @@ def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
 
 
 def test_missing_bootstrap_servers(tmp_path: Path) -> None:
-    (msg,) = problems(tmp_path, "clusters:\n  old: {acks: all}\n  new: {bootstrap.servers: n}\n")
+    (msg,) = problems(tmp_path, "clusters:\n  old: {acks: all}\n  new: {bootstrap.servers: n:9092}\n")
     assert ":2: clusters.old: 'bootstrap.servers' is required" in msg
 
 
@@ -137,7 +137,8 @@ def test_env_interpolation_and_escape(tmp_path: Path) -> None:
 
 
 def test_unset_env_var_names_the_key_and_the_variable(tmp_path: Path) -> None:
-    text = "clusters:\n  old: {bootstrap.servers: o}\n  new:\n    bootstrap.servers: n\n    sasl.password: ${NEW_PW}\n"
+    text = ("clusters:\n  old: {bootstrap.servers: o:9092}\n  new:\n    bootstrap.servers: n:9092\n"
+            "    sasl.password: ${NEW_PW}\n")
     (msg,) = problems(tmp_path, text)
     assert "clusters.new['sasl.password']: environment variable NEW_PW is not set" in msg
 
@@ -192,8 +193,8 @@ def test_yaml_merge_keys_and_extension_keys_are_read_as_yaml_means_them(tmp_path
     assert plan.cluster("old") == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
                                    "bootstrap.servers": "o:9092"}
     assert plan.cluster("new")["sasl.mechanism"] == "SCRAM-SHA-256"  # the mapping's own key wins over the merge
-    twice = problems(tmp_path, "x-a: &a {k: v}\nclusters:\n  old:\n    <<: *a\n    bootstrap.servers: o\n"
-                               "    bootstrap.servers: o2\n  new: {bootstrap.servers: n}\n")
+    twice = problems(tmp_path, "x-a: &a {k: v}\nclusters:\n  old:\n    <<: *a\n    bootstrap.servers: o:9092\n"
+                               "    bootstrap.servers: o2\n  new: {bootstrap.servers: n:9092}\n")
     assert twice == [f"{tmp_path / 'plan.yaml'}:6: clusters.old['bootstrap.servers']: duplicate key "
                      "(fix: keep one of them)"]
 

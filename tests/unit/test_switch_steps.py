@@ -40,7 +40,7 @@ def test_promote_steps_and_the_rollback_chosen_by_the_point_of_no_return(tmp_pat
 
 def test_the_dry_run_says_every_step_and_changes_nothing(tmp_path: Path) -> None:
     plan = unit_plan(tmp_path, hooks={"freeze_producers": "./freeze.sh --all"})
-    fx = DryRun(plan, outside=lambda _plan, _direction: {"billing": [("audit", 0), ("audit", 1)]})
+    fx = DryRun(plan, outside=lambda _plan, _direction, _timeout: {"billing": [("audit", 0), ("audit", 1)]})
     for step in steps.promote(plan):
         step.act(fx)
     text = "\n".join(fx.lines)
