@@ -14,6 +14,12 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: Every JVM the tests start (brokers, Spark, Connect, the registries) compiles with C1 only, one compiler
+#: thread: the tests' JVMs are short-lived, and on CI's two cores C2's compiler threads took a large share of
+#: the CPU (test_verify.py: see contributing.md). What the tests prove does not depend on the JIT tier. Set
+#: JAVA_TOOL_OPTIONS yourself to run them otherwise.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1")
+
 
 @dataclass
 class Run:
