@@ -165,6 +165,11 @@ def interpolate(doc: Document, env: Mapping[str, str]) -> list[str]:
             return [sub(v, (*path, i)) for i, v in enumerate(value)]
         if not isinstance(value, str) or "$" not in value:
             return value
+        unclosed = value.replace("$$", "").find("${")
+        if unclosed >= 0 and "}" not in value.replace("$$", "")[unclosed:]:
+            problems.append(f"{doc.where(path)}: '{value.replace('$$', '')[unclosed:][:40]}' opens a variable "
+                            "reference that never closes (fix: ${NAME}, with the closing brace; $$ for a literal $)")
+            return value
 
         def one(m: re.Match[str]) -> str:
             if m.group(0) == "$$":

@@ -213,3 +213,10 @@ def test_old_and_new_naming_the_same_brokers_is_refused(tmp_path: Path) -> None:
                                "  new: {bootstrap.servers: 'SASL_SSL://b:9093'}\n")
     assert found == [f"{tmp_path / 'plan.yaml'}:3: clusters.new: 'bootstrap.servers' names b:9093, as clusters.old "
                      "does: old and new must be two clusters (fix: give the new cluster's brokers)"]
+
+
+def test_a_variable_reference_that_never_closes_is_named(tmp_path: Path) -> None:
+    text = ("clusters:\n  old: {bootstrap.servers: o:9092}\n  new:\n    bootstrap.servers: n:9092\n"
+            "    sasl.password: ${NEW_PASS\n")
+    (msg,) = problems(tmp_path, text)
+    assert "clusters.new['sasl.password']: '${NEW_PASS' opens a variable reference that never closes" in msg
