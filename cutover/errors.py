@@ -25,8 +25,10 @@ class ExitCode(IntEnum):
     REGISTRY_DENIED = 6
     #: A cluster refused cutover's principal the rights to read or change ACLs, quotas or SCRAM users.
     RIGHTS_DENIED = 7
-    #: The switch closed this forward mirror (promote drained it): the end it runs for. Supervisors
-    #: treat it as done (the shipped units: SuccessExitStatus=8, RestartPreventExitStatus=8).
+    #: The switch ended this process as designed: promote closed the forward mirror (its drain took
+    #: over), complete or cancel retired a mirror, or the switch handed a shadow's table to the other
+    #: cluster's writer. Supervisors treat it as done (the shipped units: SuccessExitStatus=8,
+    #: RestartPreventExitStatus=8).
     CLOSED_BY_SWITCH = 8
     INTERRUPTED = 130
 

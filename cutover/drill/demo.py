@@ -65,7 +65,9 @@ def demo_plan(sandbox: Any, folder: Path, ns: str, connect_url: str | None = Non
     return derive(
         sandbox.plan_file, folder / "plan.yaml", name=ns, routing=None,
         topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}-.*"]},
-        mirror={"replication_factor": base.mirror.replication_factor, "group_sync_interval": "2s"},
+        # its own state topics: complete removes them (another plan's share of them would keep them)
+        mirror={"replication_factor": base.mirror.replication_factor, "group_sync_interval": "2s",
+                "state_prefix": f"__cutover_{ns}"},
         spark={"master": base.spark.master, "conf": base.spark.conf, "trigger_interval": "2s",
                "checkpoint_dir": str(folder / "checkpoints")},
         # verify runs beside live traffic once the mirror trails by at most 500 records (the runbook's
@@ -104,7 +106,28 @@ def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None =
     rb = model.load(RUNBOOK, {"rate": str(rate), "records": str(records), "group": f"{ns}-billing"})
     result = runner.run(rb, plan, runner.Options(auto=True, report_dir=folder / "report", sandbox_dir=box.dir,
                                                        timeout=timeout))
-    return {"catalog": kind, "old_pipeline": old_pipeline, "format": value_format, **summary(result, folder)}
+    out = {"catalog": kind, "old_pipeline": old_pipeline, "format": value_format, **summary(result, folder)}
+    if out["passed"]:  # the end of the demo's migration: complete (the runbook stops before it, as a rehearsal)
+        out.update(_complete(folder, timeout))
+    return out
+
+
+def _complete(folder: Path, timeout: float) -> dict[str, Any]:
+    """cutover complete on the plan the drill switched with (its journal and hooks in the report folder)."""
+    from cutover.errors import CutoverError
+    from cutover.output import progress
+    from cutover.plan import load_plan
+    from cutover.switch import runner as switch
+
+    progress("completing the migration: cutover complete --execute (a final verify, the mirrors retired, their "
+             "state removed, the journal archived)")
+    try:
+        done = switch.execute(load_plan(folder / "report" / "switch-plan.yaml"), "complete",
+                              switch.Options(timeout=timeout))
+    except CutoverError as exc:
+        return {"passed": False, "completed": False, "complete_error": exc.message}
+    return {"completed": done.phase == "completed", "completion_record": done.summary.get("record"),
+            "removed": len(done.summary.get("removed") or []), "kept": len(done.summary.get("kept") or [])}
 
 
 def summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -132,7 +155,7 @@ def summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
         "each_cluster_exactly_once": passed("the new cluster holds every record exactly once") and passed(
             "the old cluster holds every record exactly once (the reverse mirror carries them back)"),
         "canonical_table_exactly_once": passed("the canonical table holds every record exactly once"),
-        "completed": passed("complete the migration"),
+        "completed": False,
         "report": str(folder / "report" / "report.html"),
         "plan": str(folder / "plan.yaml"),
     }
@@ -163,7 +186,8 @@ def render(s: dict[str, Any]) -> str:
         + yes(s["promoted_again"] and s["verify_after_second_promote_passed"]),
         f"  each cluster holds each record once:  {yes(s['each_cluster_exactly_once'])}",
         f"  canonical table exactly once:         {yes(s['canonical_table_exactly_once'])}",
-        f"  completed (final verify, cleaned up): {yes(s['completed'])}",
+        f"  complete (final verify, cleaned up):  {yes(s['completed'])}"
+        + (f" ({s['complete_error']})" if s.get("complete_error") else ""),
         f"  report: {s['report']}",
         f"  plan:   {s['plan']}",
     ]

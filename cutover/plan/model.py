@@ -423,7 +423,7 @@ class PlanSpec:
     spark: Spark = field(default_factory=Spark)
     mirror: Mirror = field(default_factory=Mirror)
     gates: Gates = field(default_factory=Gates)
-    #: Switch event -> the command run at it (see the promote and rollback guide): e.g. stop_producers.
+    #: Switch event -> the command run at it (see the promote and rollback guide): e.g. freeze_producers.
     hooks: dict[str, str] = field(default_factory=dict, metadata={"check": _hook_events})
     routing: Routing | None = None
     switch: Switch = field(default_factory=Switch)

@@ -83,8 +83,10 @@ def _relay(proc: subprocess.Popen[str], event: str, tail: deque[str]) -> None:
 
 
 def environment(plan: Plan, **context: str | None) -> dict[str, str]:
-    """CUTOVER_* variables: the plan, the clusters' bootstrap servers, and the given context."""
-    env = {"CUTOVER_PLAN": plan.name, "CUTOVER_PLAN_FILE": str(Path(plan.file).resolve()),
+    """CUTOVER_* variables: the plan, the clusters' bootstrap servers, and the given context. CUTOVER_PLAN is the
+    plan's file, as the CLI reads it, so a cutover command a hook runs finds the plan without --plan."""
+    path = str(Path(plan.file).resolve())
+    env = {"CUTOVER_PLAN": path, "CUTOVER_PLAN_FILE": path, "CUTOVER_PLAN_NAME": plan.name,
            "CUTOVER_OLD_BOOTSTRAP": plan.cluster("old").get("bootstrap.servers", ""),
            "CUTOVER_NEW_BOOTSTRAP": plan.cluster("new").get("bootstrap.servers", "")}
     env.update({f"CUTOVER_{k.upper()}": v for k, v in context.items() if v is not None})

@@ -15,13 +15,15 @@ from tests.unit.switch_support import unit_plan
 
 def test_hooks_get_their_context_and_a_failure_names_the_hook(tmp_path: Path) -> None:
     script = tmp_path / "hook.sh"
-    script.write_text('#!/bin/sh\necho "$CUTOVER_PLAN $CUTOVER_STEP $CUTOVER_ACTIVE $CUTOVER_NEW_BOOTSTRAP"'
+    script.write_text('#!/bin/sh\necho "$CUTOVER_PLAN_NAME $CUTOVER_STEP $CUTOVER_ACTIVE $CUTOVER_NEW_BOOTSTRAP"'
                       ' > "$1"\n[ "$CUTOVER_STEP" = bad ] && { echo "cannot freeze"; exit 7; }\nexit 0\n')
     script.chmod(0o755)
     plan = unit_plan(tmp_path, hooks={"freeze_producers": f"./hook.sh {tmp_path / 'out'}"})
     assert hooks.run(plan, "freeze_producers", hooks.environment(plan, step="good", active="new"), 30) == {
         "hook": "freeze_producers", "exit": 0}
     assert (tmp_path / "out").read_text().split() == ["unit", "good", "new", "new:9092"]
+    # CUTOVER_PLAN is the plan's file, as the CLI reads it: a cutover command in a hook finds the plan
+    assert hooks.environment(plan)["CUTOVER_PLAN"] == str(plan.file.resolve())
     with pytest.raises(hooks.HookFailed, match=r"freeze_producers .* exited 7; its last lines:\n    cannot freeze"):
         hooks.run(plan, "freeze_producers", hooks.environment(plan, step="bad"), 30)
     assert hooks.run(plan, "resume", {}, 30) is None  # no hook for the event: nothing runs
