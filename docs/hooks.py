@@ -2,7 +2,8 @@
 
 `<!-- generated: plan-keys -->` becomes the table of every plan key (cutover.plan.reference),
 `<!-- generated: exit-codes -->` the table of cutover's exit codes (cutover.errors.ExitCode),
-`<!-- generated: runbook-steps -->` every runbook step and its arguments (cutover.drill.reference).
+`<!-- generated: runbook-steps -->` every runbook step and its arguments (cutover.drill.reference),
+`<!-- generated: metrics -->` every metric the mirror serves (cutover.mirror.metrics).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
         from cutover.drill import reference as steps
 
         markdown = markdown.replace("<!-- generated: runbook-steps -->", steps.markdown())
+    if "<!-- generated: metrics -->" in markdown:
+        from cutover.mirror import metrics
+
+        markdown = markdown.replace("<!-- generated: metrics -->", metrics.reference())
     if "<!-- generated: exit-codes -->" in markdown:
         markdown = markdown.replace("<!-- generated: exit-codes -->", _exit_codes())
     return markdown

@@ -53,3 +53,14 @@ class Metrics:
 
     def synced(self, direction: str, group: str, at: float) -> None:
         self.group_sync.labels(direction, group).set(at)
+
+
+def reference() -> str:
+    """Every metric the mirror serves, as a Markdown table (the docs site's metrics reference)."""
+    rows = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
+    for metric in vars(Metrics(None)).values():
+        if isinstance(metric, Gauge | Counter):
+            kind = "counter" if isinstance(metric, Counter) else "gauge"
+            name = metric._name + ("_total" if kind == "counter" else "")  # prometheus-client's own names
+            rows.append(f"| `{name}` | {kind} | {', '.join(metric._labelnames)} | {metric._documentation} |")
+    return "\n".join(rows) + "\n"

@@ -68,6 +68,14 @@ def test_the_runbook_reference_names_every_step_and_argument(site: Path) -> None
     assert "complete" in {n for _k, n in OPS}
 
 
+def test_the_metrics_reference_names_every_metric(site: Path) -> None:
+    from cutover.mirror.metrics import Metrics
+
+    text = _text(site / "reference" / "metrics" / "index.html")
+    names = [f.name for f in Metrics(None).registry.collect()]
+    assert len(names) >= 7 and [n for n in names if n not in text] == []
+
+
 def test_the_readme_is_short_and_links_the_site() -> None:
     readme = (REPO / "README.md").read_text().splitlines()
     assert len(readme) <= 150, len(readme)
