@@ -29,7 +29,8 @@ def catalog_option(f: F) -> F:
         "--catalog", "catalog", type=click.Choice(CATALOG_KINDS), default=None,
         help="The Iceberg catalog: sqlite (default; a file, tables on local files), rest (Apache Iceberg's "
         "REST catalog server) or postgres (PostgreSQL from the system's packages), the last two over "
-        "S3-compatible storage (s3proxy). Only when the sandbox is first created.",
+        "S3-compatible storage (s3proxy). Only when the sandbox is first created. In the plan it writes, sqlite "
+        "and postgres are catalog.type sql (Iceberg's JDBC catalog), rest is rest.",
     )(f)
 
 
