@@ -555,8 +555,8 @@ class Copier:
             try:
                 self.producer.produce(_tp(msg)[0], **kwargs)
                 return
-            except BufferError:
-                self.producer.poll(0.05)
+            except BufferError:  # the queue is full: serve delivery reports (a fatal one, fenced, is named)
+                self._call(lambda: self.producer.poll(0.05), "waiting for room in the producer's queue")
             except KafkaException as exc:
                 raise self._classify(exc.args[0], "writing a record") from None
 
@@ -581,7 +581,10 @@ class Copier:
                 err = exc.args[0]
                 if isinstance(err, KafkaError) and err.retriable() and not err.fatal():
                     log.info("retrying after a retriable error while %s: %s", doing, err.str())
-                    self.producer.poll(0.5)  # serve callbacks while backing off
+                    try:
+                        self.producer.poll(0.5)  # serve callbacks while backing off
+                    except KafkaException as during:
+                        raise self._classify(during.args[0], doing) from None
                     continue
                 raise self._classify(err, doing) from None
             except SystemError as exc:
@@ -592,6 +595,10 @@ class Copier:
                     raise self._classify(cause.args[0], doing) from None
                 raise
         raise self.rt.target.failure(None, doing, self.producer)
+
+    def classified(self, exc: KafkaException, doing: str) -> Exception:
+        """A client exception as cutover's error: Fenced when another process took the shard over."""
+        return self._classify(exc.args[0] if exc.args else None, doing)
 
     def _classify(self, err: Any, doing: str) -> Exception:
         if isinstance(err, KafkaError):

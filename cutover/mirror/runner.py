@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from cutover.common import NETWORK_TIMEOUT, TP, in_flight
@@ -153,7 +154,10 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)), state.logs.get(str(opts.shard)))
         if opts.on_ready:
             opts.on_ready()
-        return _loop(r, copier, metrics)
+        try:
+            return _loop(r, copier, metrics)
+        except KafkaException as exc:  # a client error no step named (a fenced producer's, in a race): named
+            raise copier.classified(exc, "mirroring") from None
     except Fenced:
         if not opts.for_switch:  # the switch's drain (or complete, or cancel) took this shard over?
             _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))
