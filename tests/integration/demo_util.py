@@ -17,7 +17,7 @@ def run_demo(folder: Path, old_pipeline: str = "sink", value_format: str = "json
 
     kind = Sandbox(folder).status()["catalog"]["kind"]  # --catalog the same as the sandbox's: it goes on
     run = cutover("demo", "--dir", str(folder), "--records", "150", "--catalog", kind, "--old-pipeline",
-                  old_pipeline, "--format", value_format, "-o", "json", timeout=1200)
+                  old_pipeline, "--format", value_format, "-o", "json", timeout=2400)
     assert run.code == 0, run.err[-3000:]
     s = run.json()
     assert s["catalog"] == kind and s["old_pipeline"] == old_pipeline and s["format"] == value_format
