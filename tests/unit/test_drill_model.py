@@ -135,3 +135,22 @@ def test_the_report_names_the_failed_step_and_what_did_not_run(tmp_path: Path) -
     page = (tmp_path / "report.html").read_text()
     assert "failed at step 2 (traffic.wait)" in page and 'id="line2d_' in page and "not run: manual, nothing lost" \
         in page
+
+
+def test_a_wait_on_progress_outlasts_its_stall_while_work_moves_and_fails_when_it_stops() -> None:
+    import time
+
+    from cutover.drill.ops.base import ExpectationFailed, while_progressing
+
+    left = [6]
+
+    def slowly() -> int:  # one less each call: 6 calls of 0.01 s, longer than the 0.03 s stall
+        left[0] = max(0, left[0] - 1)
+        return left[0]
+    started = time.monotonic()
+    while_progressing(0.03, "work", slowly, every=0.01)
+    assert left[0] == 0 and time.monotonic() - started >= 0.04
+
+    stuck = [3]
+    with pytest.raises(ExpectationFailed, match=r"^work: no progress for 0s, 3 still to go$"):
+        while_progressing(0.03, "work", lambda: stuck[0], every=0.01)

@@ -61,6 +61,21 @@ def deadline(seconds: float, what: str, check: Callable[[], Any], every: float =
         time.sleep(every)
 
 
+def while_progressing(stall: float, what: str, remaining: Callable[[], int], every: float = 0.5) -> None:
+    """Wait until nothing remains, for as long as what remains keeps shrinking: fail once it has
+    not shrunk for `stall` seconds. For work whose pace depends on the machine (a consumer that
+    commits what it reads works through its backlog more slowly on a loaded machine, but it moves)."""
+    left, moved = remaining(), time.monotonic()
+    while left:
+        if time.monotonic() - moved > stall:
+            raise ExpectationFailed(f"{what}: no progress for {stall:.0f}s, {left} still to go")
+        time.sleep(every)
+        now = remaining()
+        if now < left:
+            moved = time.monotonic()
+        left = now
+
+
 def topics_of(d: Drill, given: list[str] | None) -> list[str]:
     topics = given or [p.topic for p in d.plan.spec.tables]
     if not topics:

@@ -5,7 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cutover.drill.context import Drill
-from cutover.drill.ops.base import Detail, ExpectationFailed, NoArgs, deadline, need_traffic, op, topics_of
+from cutover.drill.ops.base import (
+    Detail,
+    ExpectationFailed,
+    NoArgs,
+    deadline,
+    need_traffic,
+    op,
+    topics_of,
+    while_progressing,
+)
+from cutover.drill.traffic import Sent
 from cutover.errors import CutoverError
 from cutover.plan.schema import Duration
 
@@ -72,12 +82,18 @@ def _traffic_stop(d: Drill, _a: NoArgs) -> Detail:
     traffic.stop()
     if d.consumer is not None:
         consumer = d.consumer
-        try:
-            deadline(120, "the consumer to process every record sent",
-                     lambda: {(s.topic, s.seq) for s in consumer.seen} >= {(s.topic, s.seq) for s in traffic.sent})
+
+        def missing() -> list[Sent]:
+            seen = {(s.topic, s.seq) for s in consumer.seen}
+            return [s for s in traffic.sent if (s.topic, s.seq) not in seen]
+        try:  # on a loaded machine its backlog takes a while, but it moves
+            while_progressing(120, "the consumer to process every record sent", lambda: len(missing()))
         except ExpectationFailed as exc:
-            raise ExpectationFailed(f"{exc}; the consumer reported: {consumer.errors[-3:]}") if consumer.errors \
-                else exc from None
+            lost = missing()
+            first = ", ".join(f"{s.topic}[{s.partition}]@{s.offset} on {s.cluster}" for s in lost[:5])
+            said = f"; the consumer reported: {consumer.errors[-3:]}" if consumer.errors else ""
+            raise ExpectationFailed(f"{exc}: {len(lost)} of {len(traffic.sent)} not seen, the first {first}; the "
+                                    f"consumer is {consumer.state()}{said}") from None
     if traffic.errors:
         raise CutoverError(f"the sample producer reported: {traffic.errors[0]}")
     return {"produced": traffic.count(), "consumed": d.consumer.count() if d.consumer else None}
@@ -89,8 +105,8 @@ class ConsumeArgs:
     topics: list[str] | None = None
 
 
-@op("action", "consume.start", ConsumeArgs, lambda a: f"consume the traffic as group {a.group}, committing each "
-    "record")
+@op("action", "consume.start", ConsumeArgs, lambda a: f"consume the traffic as group {a.group}, committing what "
+    "it processed after each batch")
 def _consume_start(d: Drill, a: ConsumeArgs) -> Detail:
     from cutover.drill.traffic import GroupConsumer
 
