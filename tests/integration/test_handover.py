@@ -34,7 +34,7 @@ def _note(tbl: object, direction: str, old: dict[int, int], new: dict[int, int],
         tx.set_properties({eras.K_HANDOVERS: eras.appended(props, note, snapshot, 0)})
 
 
-@pytest.mark.lake
+@pytest.mark.lake(only="rest")
 def test_after_a_round_trip_the_old_writers_position_counts_only_its_own_rows(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     from pyiceberg.schema import Schema

@@ -38,6 +38,7 @@ def _check(plan: Path, env: dict[str, str] | None = None) -> tuple[Run, dict[str
     return run, run.json()
 
 
+@pytest.mark.lake(only="rest")  # the storage, the same S3 server under every catalog
 def test_plan_check_probes_the_storage_apart_and_leaves_nothing_behind(sandbox: Sandbox, ns: str) -> None:
     create_topic(load_plan(sandbox.plan_file).cluster("old"), f"{ns}.t")  # an empty cluster: nothing to mirror
     run, report = _check(sandbox.plan_file)
@@ -59,6 +60,7 @@ def test_plan_check_probes_the_storage_apart_and_leaves_nothing_behind(sandbox: 
     assert "storage s3://warehouse/: usable: wrote, read and deleted a probe object" in text.out
 
 
+@pytest.mark.lake(only="rest")  # the storage, the same S3 server under every catalog
 def test_plan_check_names_what_is_wrong_with_the_storage(servers: Sandbox, tmp_path: Path, silent_port: int,
                                                           closed_port: int) -> None:
     box = servers
@@ -128,6 +130,7 @@ def test_plan_check_names_what_is_wrong_with_the_catalog(servers: Sandbox, tmp_p
     assert run.code == 1
 
 
+@pytest.mark.lake(only="rest")  # the storage, the same S3 server under every catalog
 def test_a_spark_command_with_wrong_storage_keys_stops_with_the_storage_named_before_spark_starts(
         servers: Sandbox, tmp_path: Path, ns: str) -> None:
     box = servers

@@ -33,7 +33,7 @@ def _raw_traffic(i: int) -> dict[str, Any]:
     return rec
 
 
-@pytest.mark.lake
+@pytest.mark.lake(only="rest")
 def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_offsets(
         sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
     topic = f"{ns}.events"
@@ -131,6 +131,7 @@ def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_c
     assert status["dead_letters"] == 5 and status["lag"] == 0
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_bad_record_and_drift_policies_that_stop_write_nothing(sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
     topic = f"{ns}.strict"
     pair = {"topic": topic, "old": f"{ns}.o", "new": f"{ns}.strict", "schema": SCHEMA, "schema_drift": "fail"}

@@ -64,6 +64,7 @@ def test_driver_killed_at_random_moments_leaves_every_record_once(sandbox: Sandb
     assert [as_rec(r) for r in rows(plan, f"{ns}.t")] == expected
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_catalog_outage_during_commits_is_retried_and_loses_or_doubles_nothing(
         sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
     topic = f"{ns}.outage"
@@ -158,7 +159,7 @@ def _plant_orphan(sandbox: Sandbox, plan: Any, table: str) -> tuple[str, Path]:
     return location, path
 
 
-@pytest.mark.lake
+@pytest.mark.lake(only="rest")
 def test_positions_survive_compaction_and_snapshot_expiry(sandbox: Sandbox, spark: Any, tmp_path: Path,
                                                            ns: str) -> None:
     """Maintenance cutover did not do leaves a head whose ancestry has no stamped snapshot (a running

@@ -499,7 +499,7 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     assert cutover("rollback", "--plan", str(main.file), "--execute").code == 0
 
 
-@pytest.mark.lake
+@pytest.mark.lake(only="rest")
 def test_the_old_writers_position_can_come_from_its_consumer_group(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     from cutover.kafka.clients import ClusterRef
@@ -517,6 +517,7 @@ def test_the_old_writers_position_can_come_from_its_consumer_group(
     assert positions == {0: 4, 1: 7, 2: 0} and source == f"consumer group {writer}"  # 2: never read, log start
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_an_open_transaction_at_the_freeze_is_waited_out_or_refused_and_unmirrored_topics_stay_put(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     from confluent_kafka import Producer

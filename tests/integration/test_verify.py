@@ -62,6 +62,7 @@ def _sql(spark: Any, plan: Plan, statement: str, table: str) -> None:
     spark.sql(statement.format(t=tables.qualified(plan, table)))
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_identical_tables_pass_and_planted_differences_are_each_found(
         sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
     _legacy, main = _setup(sandbox, plan, tmp_path, ns)
@@ -155,7 +156,7 @@ def test_a_lagging_or_empty_new_table_fails_the_lag_gate_unless_the_plan_allows_
     assert not t["passed"] and t["counts"]["new_rows"] == 0 and t["lag"]["old_ahead"] == 74
 
 
-@pytest.mark.lake
+@pytest.mark.lake(only="rest")
 def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
         sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
     """An old table without offset columns, with other (equal-valued) types: key mode, no false differences."""
