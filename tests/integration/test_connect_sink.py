@@ -186,6 +186,7 @@ def _ids(plan: Plan, table: str) -> list[int]:
     return sorted(r["id"] for r in _rows(plan, table))
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_the_same_sink_connector_goes_on_from_the_new_cluster_at_the_next_record(
         sandbox: Sandbox, worker: Connect, plan: Plan, ns: str, tmp_path: Path) -> None:
     from cutover.switch import sink

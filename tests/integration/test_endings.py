@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer
 
 from cutover.kafka.clients import ClusterRef
@@ -83,6 +84,7 @@ def _ended_with_8(proc: subprocess.Popen[str], timeout: float) -> str:
     return err
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_complete_retires_the_mirror_services_survives_a_kill_and_ends_the_plan(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     kills = tmp_path / "kills"
@@ -206,6 +208,7 @@ def _catalog_leftovers(plan: Plan, ns: str) -> None:
     cat.create_table(f"{ns}.orders_dead_letter", Schema(NestedField(1, "error", LongType(), required=False)))
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_cancel_lists_then_removes_what_cutover_made_and_leaves_the_old_cluster_alone(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     from cutover.lake import tables

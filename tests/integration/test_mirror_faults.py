@@ -9,6 +9,7 @@ import signal
 import urllib.request
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
@@ -31,6 +32,7 @@ from tests.integration.mirror_util import (
 )
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_kill_loop_leaves_every_record_exactly_once(sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
     killed_at_random_moments(sandbox.plan_file, ns, tmp_path)
 
