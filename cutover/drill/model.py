@@ -132,7 +132,12 @@ def load(file: str | Path, overrides: dict[str, str] | None = None) -> Runbook:
             problems.append(f"--param {key}: the runbook has no such parameter (it has: "
                             f"{', '.join(sorted(params)) or 'none'})")
             continue
-        params[key] = _typed(text, params[key])
+        typed = _typed(text, params[key])
+        if typed is None:
+            problems.append(f"--param {key}={text}: {key} is {_kind(params[key])} (its default is "
+                            f"{params[key]!r}) (fix: --param {key}=VALUE with such a value)")
+            continue
+        params[key] = typed
     steps = []
     for i, s in enumerate(spec.steps):
         where = ("steps", i)
@@ -165,7 +170,9 @@ def load(file: str | Path, overrides: dict[str, str] | None = None) -> Runbook:
             continue
         args_builder = Builder(doc)
         args = args_builder.build(op.args, _substitute(s.args, params), (*where, "with"))
-        problems += [p.replace(": ", f": step {i + 1} ({label}): ", 1) for p in args_builder.problems]
+        given = sorted(k for k in _used_params(s.args) if k in (overrides or {}))
+        blame = "".join(f" (from --param {k}={(overrides or {})[k]})" for k in given)
+        problems += [p.replace(": ", f": step {i + 1} ({label}): ", 1) + blame for p in args_builder.problems]
         if args is not None:
             steps.append(Step(i + 1, label, kind, op_name, args))
     names = [s.name for s in spec.steps if s.name]
@@ -178,13 +185,23 @@ def load(file: str | Path, overrides: dict[str, str] | None = None) -> Runbook:
 
 
 def _typed(text: str, like: Any) -> Any:
-    """A --param value, typed like the parameter's default."""
+    """A --param value, typed like the parameter's default; None when it is not of that type."""
     if isinstance(like, bool):
-        return text.lower() in ("1", "true", "yes")
-    for tp in (int, float):
-        if isinstance(like, tp):
+        return {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False}.get(text.lower())
+    if isinstance(like, int | float):
+        for tp in (int, float):  # a whole number's parameter takes 2.5 too (a rate, a ratio)
             try:
                 return tp(text)
             except ValueError:
-                return text
+                pass
+        return None
     return text
+
+
+def _kind(like: Any) -> str:
+    return "true or false" if isinstance(like, bool) else "a number" if isinstance(like, int | float) else "text"
+
+
+def _used_params(value: Any) -> set[str]:
+    """The parameters a step's arguments name."""
+    return _unknown_params(value, {})

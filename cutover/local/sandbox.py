@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import random
+import re
 import secrets as pysecrets
 import shutil
 import socket
@@ -32,6 +33,7 @@ from typing import Any
 from cutover import jvm
 from cutover.errors import SandboxError, UsageError
 from cutover.local import broker, lake, zookeeper
+from cutover.local.connect import INTERNAL_TOPICS
 from cutover.local.registry import RegistryServers, RegistryState
 from cutover.local.worker import ConnectState, ConnectWorker
 from cutover.output import progress
@@ -229,6 +231,9 @@ class Sandbox(ConnectWorker, RegistryServers):
 
     def _load(self) -> State:
         if not self.exists():
+            if not self.dir.exists():  # a mistyped --dir (or CUTOVER_SANDBOX): bad input, not a state
+                raise UsageError(f"no sandbox in {self.dir}: the folder does not exist",
+                                 fix="check --dir (or CUTOVER_SANDBOX); cutover local up --dir DIR makes one")
             raise SandboxError(f"no sandbox in {self.dir}", fix="run: cutover local up")
         raw = json.loads(self.state_file.read_text())
         if raw.get("version") not in _STATE_VERSIONS:
@@ -611,7 +616,9 @@ class Sandbox(ConnectWorker, RegistryServers):
             "name": "sandbox",
             "env_file": self.secrets_file.name,
             "clusters": {s: self.client_properties(s, state.clusters[s], reveal=False) for s in SIDES},
-            "topics": {"include": [".*"], "exclude": [r"__.*", r"_.*"]},
+            # not the Kafka Connect worker's own topics: its connectors and their positions move with
+            # the worker (the sink's hand-over), never as mirrored copies
+            "topics": {"include": [".*"], "exclude": [r"__.*", r"_.*", *(re.escape(t) for t in INTERNAL_TOPICS)]},
             "groups": {"include": [".*"]},
             "catalog": catalog,
             "spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}},

@@ -22,6 +22,34 @@ def _regexes(patterns: list[str]) -> str | None:
     return None
 
 
+_TRANSFORM = re.compile(r"\s*(?:(?P<fn>\w+)\s*\((?P<args>[^()]*)\)|(?P<col>\w+))\s*")
+#: partition transform as the plan spells it -> Iceberg's Spark DDL spelling
+TRANSFORMS = {"year": "years", "years": "years", "month": "months", "months": "months", "day": "days",
+              "days": "days", "date": "days", "hour": "hours", "hours": "hours", "bucket": "bucket",
+              "truncate": "truncate", "identity": "identity"}
+TRANSFORMS_FIX = "use a column, year(col), month(col), day(col), hour(col), bucket(N, col) or truncate(N, col)"
+
+
+def transform(expr: str) -> tuple[str, list[str]] | None:
+    """A partition_by entry as (transform, arguments): "" for a plain column; None when it is not one."""
+    m = _TRANSFORM.fullmatch(expr)
+    if m is None:
+        return None
+    fn = (m.group("fn") or "").lower()
+    args = [a.strip() for a in (m.group("args") or m.group("col")).split(",")]
+    width = 2 if fn in ("bucket", "truncate") else 1
+    if (fn and fn not in TRANSFORMS) or len(args) != width or not re.fullmatch(r"\w+", args[-1]) \
+            or (width == 2 and not args[0].isdigit()):
+        return None
+    return fn, args
+
+
+def _transforms(exprs: list[str]) -> str | None:
+    bad = [e for e in exprs if transform(e) is None]
+    return f"{', '.join(repr(e) for e in bad)}: not a partition transform cutover knows (fix: {TRANSFORMS_FIX})" \
+        if bad else None
+
+
 def _table_name(name: str) -> str | None:
     parts = name.split(".")
     if len(parts) < 2 or not all(parts):
@@ -110,7 +138,7 @@ class TablePair:
     #: For json: the payload columns. Absent: inferred from a sample of the topic.
     schema: list[Column] | None = None
     #: Iceberg partition transforms over columns, e.g. "day(timestamp)", "bucket(16, key)".
-    partition_by: list[str] = field(default_factory=list)
+    partition_by: list[str] = field(default_factory=list, metadata={"check": _transforms})
     old_offset_columns: OffsetColumns | None = None
     #: Columns that identify a row, for reconciling an old table without offset columns.
     key: list[str] = field(default_factory=list)

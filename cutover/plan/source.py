@@ -6,6 +6,7 @@ reader keeps, for every key path, the line it came from.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from cutover.errors import PlanError
 PathKey = tuple[str | int, ...]
 
 _ENV_REF = re.compile(r"\$\$|\$\{([^}]*)\}")
+#: $NAME, as a shell or compose file would read it: cutover reads ${NAME} only, so it is named.
+_BARE_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -58,6 +61,8 @@ def read_text(file: Path, kind: str = "plan file", missing_fix: str = "check the
     try:
         raw = file.read_bytes()
     except FileNotFoundError:
+        if kind == "plan file" and os.environ.get("CUTOVER_PLAN") and Path(os.environ["CUTOVER_PLAN"]) == file:
+            missing_fix = "the path is CUTOVER_PLAN's, from the environment: correct it, or unset it and give --plan"
         raise PlanError([f"{file}: {kind} not found (fix: {missing_fix})"]) from None
     except OSError as exc:
         raise PlanError([f"{file}: cannot read the {kind}: {exc.strerror}"]) from None
@@ -169,6 +174,11 @@ def interpolate(doc: Document, env: Mapping[str, str]) -> list[str]:
         if unclosed >= 0 and "}" not in value.replace("$$", "")[unclosed:]:
             problems.append(f"{doc.where(path)}: '{value.replace('$$', '')[unclosed:][:40]}' opens a variable "
                             "reference that never closes (fix: ${NAME}, with the closing brace; $$ for a literal $)")
+            return value
+        bare = _BARE_REF.search(value.replace("$$", ""))
+        if bare and "hooks" not in path:  # a hook is a shell command: $NAME is the shell's there
+            problems.append(f"{doc.where(path)}: '{bare.group(0)}' is a variable reference without braces, which "
+                            f"cutover does not read (fix: ${{{bare.group(1)}}}; $$ for a literal $)")
             return value
 
         def one(m: re.Match[str]) -> str:

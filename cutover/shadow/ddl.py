@@ -7,12 +7,12 @@ DDL goes through Spark, the writer; reading and committing is the table layer's
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING
 
 from cutover.errors import UsageError
 from cutover.lake.tables import DEAD_LETTER_COLUMNS, META_COLUMNS, dead_letter_name, exists, qualified
 from cutover.plan import Plan
+from cutover.plan.model import TRANSFORMS, TRANSFORMS_FIX, transform
 from cutover.shadow.decode import Payload
 
 if TYPE_CHECKING:
@@ -20,24 +20,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cutover.shadow")
 
-_TRANSFORM = re.compile(r"\s*(?:(?P<fn>\w+)\s*\((?P<args>[^()]*)\)|(?P<col>\w+))\s*")
-#: plan spelling -> Iceberg's Spark DDL spelling
-_TRANSFORMS = {"year": "years", "years": "years", "month": "months", "months": "months", "day": "days",
-               "days": "days", "date": "days", "hour": "hours", "hours": "hours", "bucket": "bucket",
-               "truncate": "truncate", "identity": "identity"}
-
-
 def partition_sql(exprs: list[str], columns: list[str], where: str) -> str:
     """The plan's partition transforms (day(col), bucket(16, col), col) as Iceberg Spark DDL."""
     out = []
     for expr in exprs:
-        m = _TRANSFORM.fullmatch(expr)
-        fn = (m.group("fn") or "").lower() if m else ""
-        if not m or (fn and fn not in _TRANSFORMS):
-            raise UsageError(f"{where}: partition_by {expr!r} is not a transform cutover knows",
-                             fix="use a column, year(col), month(col), day(col), hour(col), bucket(N, col) "
-                                 "or truncate(N, col)")
-        args = [a.strip() for a in (m.group("args") or m.group("col")).split(",")]
+        parsed = transform(expr)
+        if parsed is None:
+            raise UsageError(f"{where}: partition_by {expr!r} is not a transform cutover knows", fix=TRANSFORMS_FIX)
+        fn, args = parsed
         column = args[-1]
         if column not in columns:
             raise UsageError(f"{where}: partition_by {expr!r} names column {column!r}, which the table does not "
@@ -45,7 +35,7 @@ def partition_sql(exprs: list[str], columns: list[str], where: str) -> str:
         if not fn or fn == "identity":
             out.append(f"`{column}`")
         else:
-            out.append(f"{_TRANSFORMS[fn]}({', '.join([*args[:-1], f'`{column}`'])})")
+            out.append(f"{TRANSFORMS[fn]}({', '.join([*args[:-1], f'`{column}`'])})")
     return ", ".join(out)
 
 

@@ -205,6 +205,10 @@ class History:
         return (done if last.outcome == "done" else doing)[last.action]
 
 
+#: Every entry has these; each event adds its own.
+_FIELDS = frozenset({"v", "event", "run", "t"})
+
+
 def read(folder: Path) -> History:
     path = folder / "journal.jsonl"
     history = History(ended=read_record(folder))
@@ -222,10 +226,20 @@ def read(folder: Path) -> History:
                 break
             raise JournalError(f"{path}:{i + 1}: not a journal entry (not JSON)",
                                fix="restore the journal from a copy; cutover never rewrites it") from None
-        if entry.get("v") != JOURNAL_VERSION:
-            raise JournalError(f"{path}:{i + 1}: journal entry version {entry.get('v')}; this cutover reads "
+        if isinstance(entry, dict) and "v" in entry and entry["v"] != JOURNAL_VERSION:
+            raise JournalError(f"{path}:{i + 1}: journal entry version {entry['v']}; this cutover reads "
                                f"version {JOURNAL_VERSION}", fix="use the cutover version that wrote it")
-        _fold(history, entry)
+        missing = _FIELDS - set(entry) if isinstance(entry, dict) else _FIELDS
+        if missing:  # JSON, but not as cutover writes an entry: edited or written by something else
+            raise JournalError(f"{path}:{i + 1}: not a journal entry (JSON without "
+                               f"{', '.join(sorted(missing))})",
+                               fix="restore the journal from a copy; cutover never rewrites it") from None
+        try:
+            _fold(history, entry)
+        except (KeyError, TypeError, ValueError):
+            raise JournalError(f"{path}:{i + 1}: not a journal entry (a {entry['event']!r} entry without the "
+                               "fields cutover writes with it)",
+                               fix="restore the journal from a copy; cutover never rewrites it") from None
     return history
 
 

@@ -153,6 +153,14 @@ def test_up_twice_changes_nothing(sandbox: Sandbox) -> None:
     assert "starting" not in run.err
 
 
+def test_the_sandbox_plan_leaves_out_internal_topics_and_the_connect_workers(sandbox: Sandbox) -> None:
+    from cutover.plan import load_plan
+
+    topics = load_plan(sandbox.plan_file).spec.topics
+    assert [t for t in ("connect-configs", "connect-offsets", "connect-status", "__consumer_offsets", "_schemas",
+                        "connect-configsx", "orders") if topics.matches(t)] == ["connect-configsx", "orders"]
+
+
 def test_plan_check_reports_topics_groups_and_tables(sandbox: Sandbox, plan: Plan, ns: str) -> None:
     create_topic(plan.cluster("old"), f"{ns}.orders", partitions=3)
     create_topic(plan.cluster("new"), f"{ns}.orders", partitions=2)

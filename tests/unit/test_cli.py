@@ -73,6 +73,7 @@ def test_help_lists_only_working_commands(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_local_status_without_a_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "sb").mkdir()  # a folder without a sandbox (a folder that does not exist: test_cli_bad_input)
     code, _, err = run(["local", "status", "--dir", str(tmp_path / "sb")], capsys)
     assert code == ExitCode.ERROR
     assert f"error: no sandbox in {tmp_path / 'sb'}\n  fix: run: cutover local up" in err

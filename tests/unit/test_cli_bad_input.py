@@ -83,6 +83,13 @@ CASES = {
                                  "--topics", "*", "--no-check"], ExitCode.USAGE,
                             ["--topics (plan key topics.include): '*' is not a valid regular expression",
                              "(nothing was written)"]),
+    "local-status-of-a-mistyped-dir": ({}, ["local", "status", "--dir", "{tmp}/no-such-dir"], ExitCode.USAGE,
+                                       ["no sandbox in {tmp}/no-such-dir: the folder does not exist",
+                                        "fix: check --dir (or CUTOVER_SANDBOX)"]),
+    "plan-with-a-bare-variable": ({"p.yaml": (PLAN + "catalog: {type: rest, uri: $CATALOG_URI}\n").encode()},
+                                  OFFLINE, ExitCode.USAGE,
+                                  ["'$CATALOG_URI' is a variable reference without braces",
+                                   "fix: ${{CATALOG_URI}}; $$ for a literal $"]),
 }
 
 
@@ -110,6 +117,17 @@ def test_bad_input_is_named_with_its_fix(case: str, tmp_path: Path, busy_port: i
         assert word.format(**fill) in err, err
     assert "a bug in cutover" not in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_a_plan_path_from_cutover_plan_that_is_not_there_is_named_as_the_variables(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUTOVER_PLAN", str(tmp_path / "gone.yaml"))
+    with pytest.raises(SystemExit) as done:
+        main(["status"])
+    assert done.value.code == ExitCode.USAGE
+    assert capsys.readouterr().err.strip() == (
+        f"error: {tmp_path / 'gone.yaml'}: plan file not found (fix: the path is CUTOVER_PLAN's, from the "
+        "environment: correct it, or unset it and give --plan)")
 
 
 def test_version_and_the_verbosity_flags_work_before_and_after_the_command(

@@ -154,3 +154,23 @@ def test_a_wait_on_progress_outlasts_its_stall_while_work_moves_and_fails_when_i
     stuck = [3]
     with pytest.raises(ExpectationFailed, match=r"^work: no progress for 0s, 3 still to go$"):
         while_progressing(0.03, "work", lambda: stuck[0], every=0.01)
+
+
+@pytest.mark.parametrize(("param", "said"), [
+    ("rate=fast", "error: --param rate=fast: rate is a number (its default is 100) (fix: --param rate=VALUE with "
+                  "such a value)"),
+    ("rate=0", "step 1 (sample traffic): steps[0].with.rate: must be above 0, found 0.0 (from --param rate=0)"),
+    ("records=-5", "step 4 (traffic on the old cluster): steps[3].with.records: must be above 0, found -5 (from "
+                   "--param records=-5)"),
+])
+def test_a_bad_param_is_named_as_the_param_not_as_the_runbook(param: str, said: str) -> None:
+    from tests.conftest import cutover
+
+    run = cutover("drill", "show", "full-migration", "--param", param)
+    assert run.code == 2 and said in run.err and "Traceback" not in run.err, run.err
+
+
+def test_a_param_of_a_whole_number_takes_a_fraction_and_a_flag_takes_yes_and_no() -> None:
+    assert model._typed("2.5", 100) == 2.5 and model._typed("7", 100) == 7
+    assert model._typed("no", True) is False and model._typed("yes", False) is True
+    assert model._typed("maybe", True) is None and model._typed("x", 1.0) is None

@@ -220,3 +220,26 @@ def test_a_variable_reference_that_never_closes_is_named(tmp_path: Path) -> None
             "    sasl.password: ${NEW_PASS\n")
     (msg,) = problems(tmp_path, text)
     assert "clusters.new['sasl.password']: '${NEW_PASS' opens a variable reference that never closes" in msg
+
+
+def test_a_variable_reference_without_braces_is_named_except_in_a_hooks_shell_command(tmp_path: Path) -> None:
+    text = ("clusters:\n  old: {bootstrap.servers: o:9092}\n  new:\n    bootstrap.servers: n:9092\n"
+            "    sasl.password: $NEW_PASS\n")
+    (msg,) = problems(tmp_path, text)
+    assert msg == (f"{tmp_path / 'plan.yaml'}:5: clusters.new['sasl.password']: '$NEW_PASS' is a variable reference "
+                   "without braces, which cutover does not read (fix: ${NEW_PASS}; $$ for a literal $)")
+    text = ("clusters:\n  old: {bootstrap.servers: o:9092}\n  new:\n    bootstrap.servers: n:9092\n"
+            "    sasl.password: a$$b\nhooks: {resume: 'notify.sh $CUTOVER_PLAN_NAME'}\n")
+    plan = load_plan(write(tmp_path, text), environ={})
+    assert plan.cluster("new")["sasl.password"] == "a$b" and plan.spec.hooks["resume"] == "notify.sh $CUTOVER_PLAN_NAME"
+
+
+def test_partition_transforms_are_checked_with_the_plan_not_when_the_shadow_starts(tmp_path: Path) -> None:
+    text = ("clusters:\n  old: {bootstrap.servers: o:9092}\n  new: {bootstrap.servers: n:9092}\n"
+            "tables:\n  - {topic: t, old: a.t, new: b.t, format: json,\n"
+            "     partition_by: [day(kafka_timestamp), 'bucket(16, id)', name, dya(ts), bucket(x),\n"
+            "                    'truncate(a, b)']}\n")
+    (msg,) = problems(tmp_path, text)
+    assert msg == (f"{tmp_path / 'plan.yaml'}:6: tables[0].partition_by: 'dya(ts)', 'bucket(x)', 'truncate(a, b)': not "
+                   "a partition transform cutover knows (fix: use a column, year(col), month(col), day(col), "
+                   "hour(col), bucket(N, col) or truncate(N, col))")

@@ -90,3 +90,18 @@ def test_the_lock_refuses_a_second_operator_and_dies_with_its_holder(tmp_path: P
         holder.wait()
     assert journal.holder(tmp_path) is None  # SIGKILL released it: no stale lock
     os.close(journal.acquire(tmp_path, "rollback"))
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ('[1, 2]', "not a journal entry (JSON without event, run, t, v)"),
+    ('{"event": "begin", "run": "a", "t": 1}', "not a journal entry (JSON without v)"),
+    ('{"v": 1, "event": "begin", "run": "a", "t": 1}', "not a journal entry (a 'begin' entry without the fields "
+                                                        "cutover writes with it)"),
+])
+def test_an_edited_line_is_named_as_not_an_entry_not_as_another_version(tmp_path: Path, line: str,
+                                                                        said: str) -> None:
+    (tmp_path / "journal.jsonl").write_text(line + "\n")
+    with pytest.raises(journal.JournalError) as info:
+        journal.read(tmp_path)
+    assert info.value.message == f"{tmp_path / 'journal.jsonl'}:1: {said}"
+    assert info.value.fix == "restore the journal from a copy; cutover never rewrites it"

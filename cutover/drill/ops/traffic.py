@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cutover.drill.context import Drill
 from cutover.drill.ops.base import (
@@ -20,15 +20,19 @@ from cutover.errors import CutoverError
 from cutover.plan.schema import Duration
 
 
+def _positive(value: float) -> str | None:
+    return None if value > 0 else f"must be above 0, found {value}"
+
+
 @dataclass(frozen=True)
 class TrafficArgs:
     #: default: the topics of the plan's table pairs
     topics: list[str] | None = None
     #: records per second, about
-    rate: float = 100.0
+    rate: float = field(default=100.0, metadata={"check": _positive})
     transactions: bool = True
     #: partitions of the topics it creates when they do not exist
-    partitions: int = 3
+    partitions: int = field(default=3, metadata={"check": _positive})
 
 
 @op("action", "traffic.start", TrafficArgs,
@@ -64,7 +68,7 @@ def _create_topics(d: Drill, topics: list[str], partitions: int) -> None:
 
 @dataclass(frozen=True)
 class WaitArgs:
-    records: int
+    records: int = field(metadata={"check": _positive})
     within: Duration = Duration(120)
 
 
