@@ -61,10 +61,11 @@ def find(plan: Plan, action: Literal["complete", "cancel"], kinds: tuple[Kind, .
          timeout: float) -> list[Item]:
     """The items of these kinds that exist now, each marked remove or keep (reads only)."""
     out: list[Item] = []
-    if "group" in kinds:
-        out += groups(plan, timeout)
-    if "mirrored-topic" in kinds:
-        out += mirrored_topics(plan, leave.delete_mirrored_topics, timeout)
+    state = _forward_state(plan, timeout) if {"group", "mirrored-topic"} & set(kinds) else None
+    if "group" in kinds and state is not None:
+        out += groups(plan, state, timeout)
+    if "mirrored-topic" in kinds and state is not None:
+        out += mirrored_topics(plan, state, leave.delete_mirrored_topics, timeout)
     if set(kinds) & {"new-table", "dead-letter-table", "branch"}:
         out += [i for i in tables(plan, action) if i.kind in kinds]
     if "checkpoints" in kinds:
@@ -104,11 +105,8 @@ def _forward_state(plan: Plan, timeout: float) -> st.MirrorState | None:
     return st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout)
 
 
-def mirrored_topics(plan: Plan, delete: bool, timeout: float) -> list[Item]:
-    """The topics of this plan's selection that the forward mirror created on the new cluster."""
-    state = _forward_state(plan, timeout)
-    if state is None:
-        return []
+def mirrored_topics(plan: Plan, state: st.MirrorState, delete: bool, timeout: float) -> list[Item]:
+    """The topics of this plan's selection that the forward mirror (its `state`) created on the new cluster."""
     present = partition_counts(st.route(plan, "forward").target, timeout)
     return [Item("mirrored-topic", "new cluster", t, delete,
                  "a topic the mirror created and filled" + ("" if delete else
@@ -116,13 +114,10 @@ def mirrored_topics(plan: Plan, delete: bool, timeout: float) -> list[Item]:
             for t in sorted(state.created) if t in present and plan.spec.topics.matches(t)]
 
 
-def groups(plan: Plan, timeout: float) -> list[Item]:
-    """The consumer groups whose offsets the mirror committed on the new cluster."""
+def groups(plan: Plan, state: st.MirrorState, timeout: float) -> list[Item]:
+    """The consumer groups whose offsets the forward mirror (its `state`) committed on the new cluster."""
     from cutover.kafka.inspect import list_groups
 
-    state = _forward_state(plan, timeout)
-    if state is None:
-        return []
     present = set(list_groups(st.route(plan, "forward").target, timeout))
     return [Item("group", "new cluster", g, True, "offsets the mirror translated and committed")
             for g in sorted(state.groups) if g in present and plan.spec.groups.matches(g)]
