@@ -181,6 +181,8 @@ def position(plan: Plan, pair: TablePair, side: ClusterSide, timeout: float) -> 
     ref = ClusterRef.of(plan, side)
     seen = _not_running(plan, pair, side, timeout)
     deadline = time.monotonic() + timeout
+    if seen.get("connector_state") == "PAUSED":
+        seen["waited_for_a_commit_cycle"] = _one_commit_cycle(pair, deadline)
     while True:
         snaps, current, _tbl = tables.snapshots(plan, pair.old)
         stored = stored_positions(snaps, current, pair.old, pair.control_topic, pair.sink_group)
@@ -203,6 +205,30 @@ def position(plan: Plan, pair: TablePair, side: ClusterSide, timeout: float) -> 
     starts = log_offsets(ref, missing, "start", timeout)
     return ({p: found.get(p, starts.get((pair.topic, p), 0)) for p in range(parts)},
             {**seen, "control_positions": stored.positions, "stored_in_snapshot": stored.snapshot})
+
+
+#: The Iceberg sink's commit interval when its config does not set one (iceberg.control.commit.interval-ms).
+DEFAULT_COMMIT_INTERVAL_MS = 300_000
+
+
+def _one_commit_cycle(pair: TablePair, deadline: float) -> float:
+    """Wait one commit interval for a paused sink: its tasks stay up, and the coordinator's next cycle
+    commits what they wrote before the pause, with the group's offsets, after a position read now
+    (a CI run met it: the hand-over's commit then found another writer's; had the hand-over ended
+    first, those records would have come twice). A stopped sink's tasks are gone: no wait."""
+    from cutover.kafka.connect import Connect
+
+    assert pair.connect_url and pair.connector
+    config = Connect(pair.connect_url).config(pair.connector) or {}
+    interval = int(config.get("iceberg.control.commit.interval-ms", DEFAULT_COMMIT_INTERVAL_MS)) / 1000
+    if time.monotonic() + interval > deadline:
+        raise Refused(f"table {pair.old}: the sink connector {pair.connector} is paused, and a paused sink may "
+                      f"still commit for one commit interval ({interval:.0f}s), longer than this step may wait",
+                      fix="stop the connector once its coordinator has committed, or give a --timeout above "
+                      f"{interval:.0f}s (or lower iceberg.control.commit.interval-ms); then re-run")
+    progress(f"  {pair.old}: the sink is paused: waiting one commit interval ({interval:.0f}s) for its last commit")
+    time.sleep(interval + 1)
+    return interval
 
 
 def ensure_control_topic(ref: ClusterRef, pair: TablePair, partitions: int, timeout: float) -> bool:
