@@ -16,6 +16,7 @@ moves that connector's state (cutover.switch.sink).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -72,6 +73,7 @@ def run(box: Sandbox, plan: Plan, cluster: ClusterSide, timeout: float) -> dict[
 
     box.start_connect(cluster)
     ref = ClusterRef.of(plan, cluster)
+    _namespaces(plan)
     states = {}
     for pair in pairs(plan):
         rest, name = _rest(pair)
@@ -83,6 +85,21 @@ def run(box: Sandbox, plan: Plan, cluster: ClusterSide, timeout: float) -> dict[
             rest.resume(name)
         states[name] = rest.wait(name, "RUNNING", timeout).state
     return states
+
+
+def _namespaces(plan: Plan) -> None:
+    """The old tables' namespaces, made before the connectors start: each connector creates its table's
+    namespace when it is missing, and two doing so at once on the REST catalog failed one of them for
+    good (a CI run's payments task: "Failed to execute: INSERT INTO iceberg_namespace_properties")."""
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError
+
+    from cutover.lake import catalog
+
+    assert plan.spec.catalog is not None
+    cat = catalog.load(plan.spec.catalog)
+    for namespace in sorted({p.old.rsplit(".", 1)[0] for p in pairs(plan)}):
+        with contextlib.suppress(NamespaceAlreadyExistsError):
+            cat.create_namespace(namespace)
 
 
 def pause(plan: Plan, timeout: float) -> dict[str, str]:
