@@ -153,29 +153,6 @@ def test_sandbox_faults_become_manual_steps_against_another_environment(
     assert sandbox.status()["new"]["running"]
 
 
-@pytest.mark.slow
-@pytest.mark.lake(only="rest")  # the hand-over and hand-back of the canonical table on REST and PostgreSQL over S3 too
-def test_the_demo_runs_the_full_migration_and_sums_it_up(sandbox: Sandbox) -> None:
-    from tests.integration.conftest import catalog_kind
-    from tests.integration.demo_util import registries_agree, run_demo
-
-    if catalog_kind() != "rest":  # PostgreSQL deselects it (lake(only="rest")); SQLite reaches here
-        pytest.skip("the demo on the SQLite catalog runs on three brokers (pytest -m production: "
-                    "test_three_brokers.py); this one is its run on the REST catalog over S3 with Avro and the "
-                    "registries (CUTOVER_TEST_CATALOG=rest pytest -m lake)")
-
-    # Here on Avro with the sandbox's two registries (JSON on three brokers): the values through the
-    # registries, the sink with Apicurio's Avro converter, the registry moved at promote and back at rollback.
-    had = "registry" in sandbox.status()
-    try:
-        s, result = run_demo(sandbox.dir, value_format="avro")
-        assert result["steps"][12]["detail"]["carried_back"] == s["carried_back"]
-        registries_agree(s)  # each subject's versions under the same ids on both registries
-    finally:
-        if not had:  # the session's other tests get the sandbox (and its plan) back without registries
-            sandbox.remove_registries()
-
-
 def test_a_manual_step_waits_for_confirmation_without_auto(sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
     import os
     import subprocess

@@ -46,7 +46,7 @@ def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     """Set CUTOVER_TEST_THREE=DIR to reuse a sandbox of this shape that is up (it is left running)."""
     with shaped_sandbox(tmp_path_factory, "three", "--brokers", "old=3", "--brokers", "new=3", "--kafka-version",
                         "old=3.9.1", "--security", "old=sasl_ssl", "--security", "new=sasl_ssl",
-                        reuse_env="CUTOVER_TEST_THREE") as box:
+                        "--catalog", "rest", reuse_env="CUTOVER_TEST_THREE") as box:
         yield box
 
 
@@ -377,10 +377,21 @@ def _missing(props: Mapping[str, str], group: str, traffic: Any, consumer: Any) 
 def test_the_demo_migrates_and_rolls_back_on_the_production_shape(three: Sandbox) -> None:
     """The README's demo path (full-migration runbook: mirror, shadow, verify, promote, live
     traffic on the new cluster, rollback carrying it back, promote again, then complete) on three
-    brokers, TLS + SASL, old on Kafka 3.9.1 and new on 4.1.1."""
-    from tests.integration.demo_util import run_demo
+    brokers, TLS + SASL, old on Kafka 3.9.1 and new on 4.1.1, with the lake production-shaped too:
+    the REST catalog over S3, the values in Avro through the sandbox's two schema registries (the
+    sink with Apicurio's Avro converter, the registry moved at promote and back at rollback).
+    The demo on the SQLite catalog with JSON values is `scripts/demo`, which CI runs as written."""
+    from tests.integration.demo_util import registries_agree, run_demo
 
-    run_demo(three.dir)
+    had = "registry" in three.status()
+    try:
+        s, result = run_demo(three.dir, value_format="avro")
+        assert s["catalog"] == "rest"
+        assert result["steps"][12]["detail"]["carried_back"] == s["carried_back"]
+        registries_agree(s)  # each subject's versions under the same ids on both registries
+    finally:
+        if not had:  # the module's other tests get the sandbox (and its plan) back without registries
+            three.remove_registries()
 
 
 def test_kafkas_own_clients_through_promote_and_rollback(three: Sandbox, tmp_path: Path, ns: str) -> None:
