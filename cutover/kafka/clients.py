@@ -80,11 +80,12 @@ class ClusterRef:
         conf.update(extra)
         return conf
 
-    def failure(self, exc: BaseException | None, doing: str, client: Any = None) -> Exception:
+    def failure(self, exc: BaseException | None, doing: str, client: Any = None, probe: float = 2.0) -> Exception:
         """Turn a client failure into an error that names the cluster and, if known, the cause.
 
         Pass the client so its queued error callbacks (where librdkafka reports
-        authentication failures) are served first.
+        authentication failures) are served first. `probe` bounds the TLS handshake that tells
+        whether the listener speaks TLS (a host that accepts and never answers holds it that long).
         """
         if client is not None:
             client.poll(0.2)
@@ -107,7 +108,7 @@ class ClusterRef:
             fix = found.fix if found is not None and found.kind == "denied" else \
                 "check the credentials and ACLs of this principal in the plan"
             return AccessDenied(f"{self.describe()} refused {doing}: {cause}", fix=fix)
-        handshake = tls.diagnose(self.properties, timeout=2.0)
+        handshake = tls.diagnose(self.properties, timeout=probe)
         if handshake is not None:
             what, fix = handshake
             return UnreachableError(f"could not reach {self.describe()} while {doing}: {what}", fix=fix)
@@ -171,7 +172,10 @@ def metadata(ref: ClusterRef, client: AdminClient, timeout: float, doing: str, t
             if time.monotonic() >= deadline or diagnose.decisive(lines, ref.properties) or (
                     bootstrap not in _REACHED and time.monotonic() - started >= REFUSED_GRACE
                     and diagnose.all_refused(lines, ref.properties)):
-                raise ref.failure(exc, doing, client) from None
+                # The handshake probe within what is left of the wait (at least half a second, enough for a
+                # listener's answer to a TLS hello): `--timeout 2` is not 2 s plus another 2 s of probing.
+                probe = min(2.0, max(0.5, deadline - time.monotonic()))
+                raise ref.failure(exc, doing, client, probe=probe) from None
 
 
 def _bad_property(ref: ClusterRef, exc: KafkaException) -> UsageError:

@@ -57,6 +57,14 @@ def _end(proc: subprocess.Popen[str], cwd: Path) -> tuple[str, str]:
     return out, (cwd / "stderr.log").read_text()
 
 
+def _reached(proc: subprocess.Popen[str], connections: list[object], cwd: Path) -> tuple[str, str]:
+    """`_end` counted from when the command reached the hung host (or ended first, as its --timeout may end
+    it): HUNG_PAST bounds the wait there, not Python's start, which took several seconds on a loaded CI
+    machine and ended a drill 12 s after its start although it had waited on the host for 2."""
+    wait_for(lambda: bool(connections) or proc.poll() is not None, 60, "the command to reach the hung host")
+    return _end(proc, cwd)
+
+
 def _connected(proc: subprocess.Popen[str], connections: list[object]) -> bool:
     """The command has connected to the hung host (so it waits inside a client library)."""
     assert proc.poll() is None, proc.communicate()
@@ -109,9 +117,9 @@ def test_sigterm_then_ctrl_c_ends_a_mirror_stuck_in_its_clean_stop(tmp_path: Pat
 
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c not in ("promote", "mirror", "shadow", "drill")])
 def test_timeout_bounds_a_one_shot_command(command: str, tmp_path: Path, hung_host: tuple[int, list[object]]) -> None:
-    port, _connections = hung_host
+    port, connections = hung_host
     proc = _start([*COMMANDS[command], "--plan", str(_plan(tmp_path, port)), "--timeout", "2"], tmp_path)
-    out, err = _end(proc, tmp_path)
+    out, err = _reached(proc, connections, tmp_path)
     assert proc.returncode == 1, (out, err)
     said = out + err
     assert f"127.0.0.1:{port}" in said or "did not finish within its --timeout of 2s" in said, said
@@ -122,10 +130,10 @@ def test_a_drill_waits_on_a_cluster_no_longer_than_its_timeout(tmp_path: Path,
                                                                 hung_host: tuple[int, list[object]]) -> None:
     """--timeout bounds each wait of a drill's steps (and of the mirror and shadow it starts): a cluster that
     never answers fails the step that asked it, named, and the drill stops with its report."""
-    port, _connections = hung_host
+    port, connections = hung_host
     proc = _start([*COMMANDS["drill"], "--plan", str(_plan(tmp_path, port)), "--report", str(tmp_path / "r"),
                    "--timeout", "2"], tmp_path)
-    out, err = _end(proc, tmp_path)
+    out, err = _reached(proc, connections, tmp_path)
     assert proc.returncode == 4, (out, err)
     assert "drill mirror-crash-and-resume failed at step 1" in err and f"127.0.0.1:{port}" in err, err
     assert "Traceback" not in err and "a bug in cutover" not in err
