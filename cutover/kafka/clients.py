@@ -135,6 +135,12 @@ class _ClientLog:
         client_log.log(level, "%s", text)
 
 
+def reached(ref: ClusterRef) -> bool:
+    """Whether this process has had an answer from the cluster's bootstrap list (so a connection it refuses now
+    is a broker restarting, not an address where nothing listens)."""
+    return ref.properties.get("bootstrap.servers", "") in _REACHED
+
+
 def admin(ref: ClusterRef, warm_for: float | None = None) -> AdminClient:
     """An admin client. `warm_for` (a timeout): read the cluster's metadata first, for a client whose first
     call lists offsets: librdkafka then knows every partition's leader, where a cold client's first

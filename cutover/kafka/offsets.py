@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from cutover.common import TP
 from cutover.errors import CutoverError
-from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, reached
 
 T = TypeVar("T")
 
@@ -107,7 +107,11 @@ def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[AdminClient, 
             return {k: f.result(timeout=wait + 5) for k, f in call(client, wait).items()}
         except (KafkaException, concurrent.futures.TimeoutError) as exc:
             err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-            stuck = not isinstance(err, KafkaError) or coordinator_moved(err) or err.code() == KafkaError._TIMED_OUT
+            # A transport failure at a cluster this process has reached: a broker went down under the call (a CI
+            # run's promote, its drain begun with a broker stopped, failed at once with "nothing listens"). Asked
+            # again on a new client, which reads the partitions' new leaders. One never reached is named at once.
+            stuck = not isinstance(err, KafkaError) or coordinator_moved(err) or err.code() == KafkaError._TIMED_OUT \
+                or (err.code() == KafkaError._TRANSPORT and reached(ref))
             if time.monotonic() >= deadline or not (stuck or transient(err)):
                 raise ref.failure(exc, doing, client) from None
             if stuck:

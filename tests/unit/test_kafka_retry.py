@@ -69,3 +69,53 @@ def test_a_leader_moving_in_a_rolling_restart_is_asked_again(code: int) -> None:
     calls, call = _answers(code)
     assert again_while_transient(call, 60, lambda: None) == "done"  # type: ignore[arg-type]
     assert len(calls) == 2
+
+
+class _Client:
+    """An admin client as `retrying` uses it when the call is given: only served callbacks."""
+
+    def poll(self, timeout: float) -> None:
+        pass
+
+
+def _transport_once() -> tuple[list[object], object]:
+    """An admin call whose first attempt fails with a transport failure, then answers; the clients it was made on."""
+    import concurrent.futures
+
+    used: list[object] = []
+
+    def call(client: object, wait: float) -> dict[str, concurrent.futures.Future[int]]:
+        used.append(client)
+        if len(used) == 1:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        done: concurrent.futures.Future[int] = concurrent.futures.Future()
+        done.set_result(7)
+        return {"p0": done}
+    return used, call
+
+
+def test_a_transport_failure_at_a_cluster_reached_before_is_asked_again_on_a_new_client(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # CI, three brokers: a promote's drain began with a broker stopped, and listing the end offsets failed at once
+    # with "nothing listens on" that broker. The cluster had answered before: it is a broker going down.
+    from cutover.kafka import clients
+
+    ref = clients.ClusterRef("new", {"bootstrap.servers": "127.0.0.1:1"})
+    monkeypatch.setattr(clients, "_REACHED", {"127.0.0.1:1"})
+    first = _Client()
+    used, call = _transport_once()
+    assert offsets.retrying(ref, first, call, "listing the end offsets", 60) == {"p0": 7}  # type: ignore[arg-type]
+    assert len(used) == 2 and used[0] is first and used[1] is not first  # the second on a new client
+
+
+def test_a_transport_failure_at_a_cluster_never_reached_is_named_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cutover.errors import CutoverError
+    from cutover.kafka import clients
+
+    ref = clients.ClusterRef("new", {"bootstrap.servers": "127.0.0.1:1"})
+    monkeypatch.setattr(clients, "_REACHED", set())
+    used, call = _transport_once()
+    with pytest.raises(CutoverError) as exc:
+        offsets.retrying(ref, _Client(), call, "listing the end offsets", 60)  # type: ignore[arg-type]
+    assert len(used) == 1
+    assert "could not reach the new cluster (127.0.0.1:1) while listing the end offsets" in str(exc.value)
