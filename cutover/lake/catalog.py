@@ -66,6 +66,24 @@ def pyiceberg_properties(cat: Catalog) -> dict[str, str]:
     return props
 
 
+#: The client modules pyiceberg imports on first use, by catalog type and by storage scheme.
+_CLIENT_MODULES = {"sql": ("pyiceberg.catalog.sql",), "rest": ("pyiceberg.catalog.rest",)}
+_IO_MODULES = ("pyiceberg.io.pyarrow",)
+
+
+def import_clients(cat: Catalog, storage: bool = False) -> None:
+    """Import the Python clients the catalog (and its object storage) will need, before a
+    deadline starts: a deadline measures the server, not a cold import on a busy host (a
+    second or more). A module that cannot be imported is left for load() to name."""
+    import importlib
+
+    for name in (*_CLIENT_MODULES.get(cat.type, ()), *(_IO_MODULES if storage else ())):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 def load(cat: Catalog) -> IcebergCatalog:
     """The pyiceberg catalog for a plan's catalog section."""
     from pyiceberg.catalog import load_catalog

@@ -79,6 +79,7 @@ def probe_catalog(cat: Catalog, timeout: float) -> IcebergCatalog:
             raise catalog_mod.catalog_error(cat, exc) from None
         return iceberg
 
+    catalog_mod.import_clients(cat)
     return _within(f"catalog {cat.name} at {safe_address(cat)}", safe_address(cat), timeout, ask)
 
 
@@ -136,6 +137,7 @@ def probe_storage(cat: Catalog, location: str, timeout: float) -> str:
                                "remove the probe object") from None
         return f"wrote, read and deleted a probe object under {location}"
 
+    catalog_mod.import_clients(cat, storage=True)
     return _within(what, endpoint, timeout, probe)
 
 

@@ -31,18 +31,19 @@ def _variant(box: Sandbox, tmp_path: Path, name: str, **catalog: Any) -> Path:
                   catalog={**catalog, "properties": properties} if properties else catalog).file
 
 
-def _check(plan: Path, env: dict[str, str] | None = None) -> tuple[Run, dict[str, Any]]:
+def _check(plan: Path, env: dict[str, str] | None = None, timeout: int = TIMEOUT) -> tuple[Run, dict[str, Any]]:
     """plan check; env: secret values changed (the environment wins over the plan's env_file).
     A command that hangs past its --timeout fails here at the subprocess's own deadline."""
-    run = cutover("plan", "check", "--plan", str(plan), "-o", "json", "--timeout", str(TIMEOUT), env=env, timeout=90)
+    run = cutover("plan", "check", "--plan", str(plan), "-o", "json", "--timeout", str(timeout), env=env,
+                  timeout=timeout + 85)
     return run, run.json()
 
 
 @pytest.mark.lake(only="rest")  # the storage, the same S3 server under every catalog
 def test_plan_check_probes_the_storage_apart_and_leaves_nothing_behind(sandbox: Sandbox, ns: str) -> None:
     create_topic(load_plan(sandbox.plan_file).cluster("old"), f"{ns}.t")  # an empty cluster: nothing to mirror
-    run, report = _check(sandbox.plan_file)
-    assert run.code == 0, run.err
+    run, report = _check(sandbox.plan_file, timeout=30)  # every server answers: a busy host's deadline
+    assert run.code == 0, run.err or run.out
     assert report["ok"] is True and report["catalog"]["reachable"] is True
     storage = report["storage"]
     assert storage["usable"] is True, storage

@@ -47,3 +47,18 @@ def test_the_storage_location_is_the_storage_key_then_a_warehouse_location_then_
     assert storage_location(Catalog(uri="x", type="rest", warehouse="analytics")) is None
     assert storage_location(Catalog(uri="x", type="rest"), lambda: ["s3://t/ns/tbl"]) == "s3://t/ns/tbl"
     assert storage_location(Catalog(uri="x", type="rest"), lambda: []) is None
+
+
+@pytest.mark.parametrize(("kind", "module"), [("sql", "pyiceberg.catalog.sql"), ("rest", "pyiceberg.catalog.rest")])
+def test_the_catalog_client_is_imported_before_the_deadline_starts(kind: str, module: str) -> None:
+    """A cold import (a second or more on a busy host) must not count against --timeout: the
+    probes import the client first, in a fresh interpreter where nothing is loaded yet."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from cutover.lake.catalog import import_clients; from cutover.plan.model import Catalog; "
+            f"assert {module!r} not in sys.modules; "
+            f"import_clients(Catalog(uri='x', name='c', type={kind!r}), storage=True); "
+            f"print({module!r} in sys.modules, 'pyiceberg.io.pyarrow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "True"]
