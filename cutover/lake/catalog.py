@@ -75,13 +75,12 @@ def import_clients(cat: Catalog, storage: bool = False) -> None:
     """Import the Python clients the catalog (and its object storage) will need, before a
     deadline starts: a deadline measures the server, not a cold import on a busy host (a
     second or more). A module that cannot be imported is left for load() to name."""
+    import contextlib
     import importlib
 
     for name in (*_CLIENT_MODULES.get(cat.type, ()), *(_IO_MODULES if storage else ())):
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(name)
-        except ImportError:
-            pass
 
 
 def load(cat: Catalog) -> IcebergCatalog:

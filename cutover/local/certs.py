@@ -144,7 +144,8 @@ def issue(folder: Path, name: str, common_name: str, store_password: str, server
 
 def _keytool(folder: Path, *args: str) -> None:
     keytool = Path(jvm.java()).with_name("keytool")
-    done = subprocess.run([str(keytool), *args], capture_output=True, text=True, check=False, cwd=folder)
+    lean = (f"-J{flag}" for flag in jvm.LEAN)
+    done = subprocess.run([str(keytool), *lean, *args], capture_output=True, text=True, check=False, cwd=folder)
     if done.returncode != 0:
         # keytool's arguments hold the store password: only its own output is quoted.
         raise SandboxError(f"keytool failed writing a key store in {folder}:\n{(done.stdout + done.stderr)[-800:]}",

@@ -108,7 +108,7 @@ def start(spec: ConnectSpec, client: dict[str, str]) -> int:
         f.write(jvm.properties_text(worker_properties(spec, client)))
     jars = jvm.resolve(jvm.ICEBERG_CONNECT) + jvm.resolve(jvm.APICURIO_CONNECT)
     classpath = ":".join(str(j) for j in jars)
-    cmd = [jvm.java(), "-Xms128m", "-Xmx768m", "-cp", classpath, MAIN_CLASS, str(spec.config_file)]
+    cmd = [jvm.java(), "-Xms128m", "-Xmx768m", *jvm.LEAN, "-cp", classpath, MAIN_CLASS, str(spec.config_file)]
     # S3-compatible storage (the sandbox's s3proxy) takes no checksums of the AWS SDK's newer default
     env = {**os.environ, **S3_COMPAT_ENV}
     return broker.start_command(spec, cmd, env, lambda log: "Kafka Connect started" in log, READY_TIMEOUT)

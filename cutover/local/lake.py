@@ -151,7 +151,7 @@ def start_storage(spec: StorageSpec, secrets: dict[str, str]) -> int:
             f"jclouds.filesystem.basedir={spec.data_dir}",
         ]) + "\n")
     jar = jvm.resolve(jvm.S3PROXY)[0]
-    cmd = [jvm.java(), "-Xms64m", "-Xmx256m", "-jar", str(jar), "--properties", str(spec.config_file)]
+    cmd = [jvm.java(), "-Xms64m", "-Xmx256m", *jvm.LEAN, "-jar", str(jar), "--properties", str(spec.config_file)]
     return _start(spec, cmd, None, lambda _log: True)
 
 
@@ -191,7 +191,8 @@ def _start_rest(spec: CatalogSpec, storage: StorageSpec, secrets: dict[str, str]
     env = {**os.environ, **S3_COMPAT_ENV, **settings, "AWS_ACCESS_KEY_ID": secrets[ACCESS_KEY_VAR],
            "AWS_SECRET_ACCESS_KEY": secrets[SECRET_KEY_VAR], "AWS_REGION": REGION}
     jar = jvm.resolve(jvm.REST_CATALOG)[0]
-    cmd = [jvm.java(), "-Xms64m", "-Xmx512m", f"-Dcutover.sandbox.config={spec.config_file}", "-jar", str(jar)]
+    cmd = [jvm.java(), "-Xms64m", "-Xmx512m", *jvm.LEAN, f"-Dcutover.sandbox.config={spec.config_file}", "-jar",
+           str(jar)]
     return _start(spec, cmd, env, lambda _log: True)  # Jetty opens the port once the catalog is loaded
 
 

@@ -97,7 +97,7 @@ def start(spec: RegistrySpec) -> int:
                 "quarkus.datasource.jdbc.url": f"jdbc:h2:file:{spec.folder / 'data' / 'registry'};WRITE_DELAY=0",
                 "quarkus.log.console.level": "INFO"}
     spec.config_file.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    cmd = [jvm.java(), "-Xms64m", "-Xmx384m", f"-Dcutover.sandbox.config={spec.config_file}",
+    cmd = [jvm.java(), "-Xms64m", "-Xmx384m", *jvm.LEAN, f"-Dcutover.sandbox.config={spec.config_file}",
            *[f"-D{k}={v}" for k, v in settings.items()], "-jar", str(jar)]
     return broker.start_command(spec, cmd, None, lambda log: "started in" in log, READY_TIMEOUT)
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from cutover import jvm
 from cutover.local.connect import INTERNAL_TOPICS
 from cutover.plan.model import Catalog
 
@@ -30,7 +31,8 @@ def document(catalog: Catalog, clusters: Mapping[str, dict[str, str]], env_file:
         "topics": {"include": [".*"], "exclude": [r"__.*", r"_.*", *(re.escape(t) for t in INTERNAL_TOPICS)]},
         "groups": {"include": [".*"]},
         "catalog": cat,
-        "spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4"}},
+        "spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4",
+                                                 "spark.driver.extraJavaOptions": " ".join(jvm.LEAN)}},
         "mirror": {"replication_factor": replication_factor, "group_sync_interval": "5s"},
         "routing": {"file": "routing.json"},
         "tables": [],

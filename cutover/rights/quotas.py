@@ -64,7 +64,7 @@ def _run(ref: ClusterRef, args: list[str], doing: str, timeout: float) -> str:
         fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
             out.writelines(f"{k}={_escape(v)}\n" for k, v in props.items())
-        cmd = [jvm.java(), "-Xmx256m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
+        cmd = [jvm.java(), "-Xmx256m", *jvm.LEAN, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
                os.pathsep.join(str(j) for j in jvm.resolve(jvm.KAFKA_BROKER)), str(_PROGRAM), str(config), *args]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60, check=False)
