@@ -39,24 +39,16 @@ def cutover(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     return Run(done.returncode, done.stdout, done.stderr)
 
 
-#: A condition that takes a while to ask (a CLI run, a table scan, a topic read) is asked again after at
-#: least this many times as long: waiting must not itself load the two cores the servers share.
-POLL_COST_FACTOR = 4
-
-
 def wait_for(condition: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
-    """Poll until condition() is truthy; fail naming `what` after `timeout` seconds. A cheap condition
-    is asked every `interval`; a costly one after POLL_COST_FACTOR times what it took to ask."""
+    """Poll until condition() is truthy; fail naming `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        asked = time.monotonic()
         value = condition()
         if value:
             return value
-        now = time.monotonic()
-        if now > deadline:
+        if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(min(max(interval, POLL_COST_FACTOR * (now - asked)), max(0.0, deadline - now) + 0.01))
+        time.sleep(interval)
 
 
 def secret_values(sandbox_dir: Path) -> list[str]:
