@@ -75,7 +75,7 @@ def main() -> None:
                    stdout=subprocess.DEVNULL)
     catalog = yaml.safe_load(box.plan_file.read_text())["catalog"]["name"]
     # beside the sandbox's own plan: its env_file and routing file are relative to it
-    plans = {"JVM defaults (C2, G1)": variant_plan(box.plan_file, box.dir, None),
+    plans = {"JVM defaults (C2)": variant_plan(box.plan_file, box.dir, None),
              f"sandbox ({' '.join(jvm.LEAN)})": variant_plan(box.plan_file, box.dir, " ".join(jvm.LEAN))}
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in plans}
     try:

@@ -25,12 +25,10 @@ KAFKA_VERSION = "4.1.1"
 SPARK_VERSION = "4.0.2"  # must equal the installed pyspark version
 ICEBERG_VERSION = "1.11.0"
 
-#: JVM flags for the sandbox's servers and the short tools cutover runs: small heaps, short lives,
-#: light traffic. C1 alone and the serial collector cost far less CPU there than the server
-#: defaults (C2 recompiling hot code, G1's concurrent threads): a Spark session's start and first
-#: queries took 9 core-seconds instead of 15 (bench/README.md, "the sandbox's JVMs"). Production
-#: JVMs (your brokers, your Spark cluster) keep their own settings.
-LEAN = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+#: JVM flags for the sandbox's servers and the short tools cutover runs: short lives, light traffic.
+#: C1 alone costs far less CPU there than C2 recompiling hot code (bench/README.md, "the sandbox's
+#: JVMs"). Production JVMs (your brokers, your Spark cluster) keep their own settings.
+LEAN = ("-XX:TieredStopAtLevel=1",)
 
 
 @dataclass(frozen=True)

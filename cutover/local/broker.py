@@ -132,10 +132,7 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
         metadata = ["process.roles=broker,controller", f"node.id={spec.node_id}", quorum,
                     f"listeners={client}://127.0.0.1:{spec.port},CONTROLLER://127.0.0.1:{spec.controller_port}",
                     "controller.listener.names=CONTROLLER",
-                    f"listener.security.protocol.map={client}:{client},CONTROLLER:PLAINTEXT",
-                    # an idle controller appends a no-op record every 500 ms by default, and every
-                    # broker fetches it: a third of an idle sandbox broker's CPU
-                    "metadata.max.idle.interval.ms=10000"]
+                    f"listener.security.protocol.map={client}:{client},CONTROLLER:PLAINTEXT"]
     lines = [
         *metadata,
         f"advertised.listeners={client}://127.0.0.1:{spec.port}",
@@ -202,7 +199,7 @@ def _classpath(version: str) -> str:
 
 def jvm_cmd(version: str, main: str, *args: str) -> list[str]:
     """A JVM running `main` of Kafka `version`'s jars (the broker, its tools, ZooKeeper)."""
-    return [jvm.java(), "-Xms128m", "-Xmx768m", *jvm.LEAN, "-Djava.awt.headless=true",
+    return [jvm.java(), "-Xms128m", "-Xmx768m", "-XX:+UseG1GC", *jvm.LEAN, "-Djava.awt.headless=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-cp", _classpath(version), main, *args]
 
