@@ -279,6 +279,7 @@ def test_cancel_lists_then_removes_what_cutover_made_and_leaves_the_old_cluster_
     assert refused.code == 3 and "this migration was cancelled at" in refused.err
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_a_shadow_service_ends_with_8_when_the_switch_hands_its_table_to_the_other_clusters_writer(
         sandbox: Sandbox, plan: Plan, spark: Any, ns: str, tmp_path: Path) -> None:
     """The old pipeline's stand-in (cutover shadow --follow writing the canonical table from the old cluster) is

@@ -49,6 +49,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
             proc.wait(30)
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_kafka_to_iceberg_on_a_standalone_master(standalone: tuple[str, Path], sandbox: Sandbox, plan: Plan, ns: str,
                                                  tmp_path: Path) -> None:
     master_url, logs = standalone

@@ -280,6 +280,7 @@ def _refusals(plan: Plan, action: str = "promote") -> dict[str, str]:
     return {c["name"]: c["reason"] for c in dry.json()["checks"] if not c["passed"]}
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_each_precondition_refuses_with_its_reason_and_exit_3(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     from confluent_kafka import Consumer
@@ -333,6 +334,7 @@ def test_each_precondition_refuses_with_its_reason_and_exit_3(
     assert usage.code == 2 and "needs --execute" in usage.err
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_every_precondition_is_checked_again_when_the_hold_is_released(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     """A promote held at the postpone file for hours must not switch on preconditions that held when it
