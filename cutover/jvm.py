@@ -28,7 +28,7 @@ ICEBERG_VERSION = "1.11.0"
 #: JVM flags for the sandbox's servers and the short tools cutover runs: short lives, light traffic.
 #: C1 alone costs far less CPU there than C2 recompiling hot code (bench/README.md, "the sandbox's
 #: JVMs"). Production JVMs (your brokers, your Spark cluster) keep their own settings.
-LEAN = ("-XX:TieredStopAtLevel=1",)
+LEAN: tuple[str, ...] = ("-XX:TieredStopAtLevel=1",)
 
 
 @dataclass(frozen=True)
