@@ -65,6 +65,27 @@ def one(plan: Path, catalog: str) -> tuple[float, float]:
     return time.monotonic() - t0, busy() - b0
 
 
+def compare(plans: dict[str, Path], catalog: str, rounds: int) -> list[tuple[float, float]]:
+    """Run each plan's session `rounds` times, alternating, then delete the plans; print a Markdown
+    table; each plan's median (wall s, busy core-s), in order."""
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in plans}
+    try:
+        one(next(iter(plans.values())), catalog)  # warm the page cache: the jars, Python's imports
+        for _ in range(rounds):
+            for name, plan in plans.items():
+                runs[name].append(one(plan, catalog))
+    finally:
+        for plan in plans.values():
+            plan.unlink()
+    print("| Spark session start + 2 queries | wall s (median) | busy core-s (median) |")
+    print("|---|---:|---:|")
+    medians = []
+    for name, got in runs.items():
+        medians.append((statistics.median(w for w, _ in got), statistics.median(c for _, c in got)))
+        print(f"| {name} | {medians[-1][0]:.1f} | {medians[-1][1]:.1f} |")
+    return medians
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "cutover-bench-jvm")
@@ -77,22 +98,7 @@ def main() -> None:
     # beside the sandbox's own plan: its env_file and routing file are relative to it
     plans = {"JVM defaults (C2)": variant_plan(box.plan_file, box.dir, None),
              f"sandbox ({' '.join(jvm.LEAN)})": variant_plan(box.plan_file, box.dir, " ".join(jvm.LEAN))}
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in plans}
-    try:
-        one(next(iter(plans.values())), catalog)  # warm the page cache: the jars, Python's imports
-        for _ in range(args.rounds):
-            for name, plan in plans.items():
-                runs[name].append(one(plan, catalog))
-    finally:
-        for plan in plans.values():
-            plan.unlink()
-    print("| Spark session start + 2 queries | wall s (median) | busy core-s (median) |")
-    print("|---|---:|---:|")
-    medians = {}
-    for name, got in runs.items():
-        medians[name] = (statistics.median(w for w, _ in got), statistics.median(c for _, c in got))
-        print(f"| {name} | {medians[name][0]:.1f} | {medians[name][1]:.1f} |")
-    (base_w, base_c), (lean_w, lean_c) = medians.values()
+    (base_w, base_c), (lean_w, lean_c) = compare(plans, catalog, args.rounds)
     print(f"\nsandbox flags / defaults: wall {lean_w / base_w:.2f}x, core-seconds {lean_c / base_c:.2f}x "
           f"(median of {args.rounds} rounds)")
 

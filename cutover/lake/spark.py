@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from cutover import jvm
 from cutover.errors import DependencyMissing, UsageError
 from cutover.lake import catalog as catalog_mod
+from cutover.lake import class_archive
 from cutover.plan import Plan
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ def session_conf(plan: Plan, app_name: str) -> dict[str, str]:
     }
     conf.update(catalog_mod.spark_conf(cat))
     conf.update(plan.spec.spark.conf)
+    if plan.spec.spark.class_archive and (java_options := class_archive.options(conf)) is not None:
+        conf["spark.driver.extraJavaOptions"] = java_options
     return conf
 
 

@@ -219,6 +219,9 @@ class Spark:
                                                                    "must be at least 1"})
     #: How long a shadow commit is retried while the catalog does not answer.
     commit_timeout: Duration = Duration(120)
+    #: Start the driver from the class-data archive cutover keeps (made by `cutover local up`, once per
+    #: Java, Spark and jars): about half the CPU of a session's start. False: the JVM's own class loading.
+    class_archive: bool = True
 
 
 @dataclass(frozen=True)

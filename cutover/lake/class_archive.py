@@ -1,0 +1,122 @@
+"""The Spark driver's class-data archive: a session that starts in about half the CPU.
+
+A Spark driver loads and verifies some 20,000 classes before its first query: most of a
+session's start, and every `cutover shadow`, `cutover verify` and drill pays it. The JVM can
+map those classes from an archive instead (AppCDS, a dynamic archive: Java 13 and newer).
+The archive is only valid for the Java build, Spark and the jars it was made with, so it is
+kept under a name derived from them (`<cutover home>/spark-cds/<key>.jsa`) and made once per
+combination. A session uses it when it exists; otherwise it starts as before.
+
+`ensure` makes it in a child process: a session with `-XX:ArchiveClassesAtExit`, a small
+Iceberg write and read in a scratch warehouse (the classes every job loads), then the JVM's
+exit, which writes the archive. It is written under a temporary name and renamed when the JVM
+is gone, so no session ever maps half an archive; a lock lets one of several concurrent
+callers make it while the others wait for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from cutover import jvm
+from cutover.output import progress
+
+#: JVM options that mean the user chose the class sharing themselves: cutover adds none then.
+_USERS_OWN = ("-XX:SharedArchiveFile", "-Xshare:", "-XX:ArchiveClassesAtExit")
+#: The archive's own diagnostics stay out of the driver's output (stdout is cutover's results).
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+#: What a session in the child process runs while its classes are recorded.
+_WARM = """
+import json, sys
+from pyspark.sql import SparkSession
+conf, warehouse = json.loads(sys.argv[1]), sys.argv[2]
+builder = SparkSession.builder
+for key, value in conf.items():
+    builder = builder.config(key, value)
+builder = (builder.config("spark.sql.catalog.cutover_warm", "org.apache.iceberg.spark.SparkCatalog")
+           .config("spark.sql.catalog.cutover_warm.type", "hadoop")
+           .config("spark.sql.catalog.cutover_warm.warehouse", warehouse))
+spark = builder.getOrCreate()
+spark.sql("CREATE TABLE cutover_warm.w.t (k STRING, v BIGINT, ts TIMESTAMP) USING iceberg")
+spark.sql("INSERT INTO cutover_warm.w.t VALUES ('a', 1, current_timestamp())")
+spark.sql("SELECT k, sum(v), max(ts) FROM cutover_warm.w.t GROUP BY k").collect()
+proc = spark.sparkContext._gateway.proc
+spark.stop()
+proc.stdin.close()  # the JVM exits when its stdin closes, and writes the archive on the way out
+sys.exit(proc.wait(timeout=300))
+"""
+
+
+def key(conf: Mapping[str, str]) -> str:
+    """What the archive is valid for: the Java build, Spark's own jars, and the session's jars."""
+    import pyspark
+
+    java = Path(jvm.java()).resolve()
+    what = {"java": str(java), "java_mtime": java.stat().st_mtime_ns, "spark": pyspark.__version__,
+            "spark_home": str(Path(pyspark.__file__).parent),
+            "jars": conf.get("spark.jars", ""), "class_path": conf.get("spark.driver.extraClassPath", "")}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def path(conf: Mapping[str, str]) -> Path:
+    return jvm.cutover_home() / "spark-cds" / f"{key(conf)}.jsa"
+
+
+def options(conf: Mapping[str, str]) -> str | None:
+    """The driver's Java options with the archive added, when it exists and the user set no class
+    sharing of their own; None to leave the options as they are."""
+    own = conf.get("spark.driver.extraJavaOptions", "")
+    if any(flag in own for flag in _USERS_OWN):
+        return None
+    archive = path(conf)
+    if not archive.is_file():
+        return None
+    return f"{own} -XX:SharedArchiveFile={archive} {_QUIET}".strip()
+
+
+def ensure(conf: Mapping[str, str]) -> Path | None:
+    """Make the archive for a session of `conf` unless it exists; its path, or None when it could
+    not be made (sessions then start without it: nothing depends on it but their speed)."""
+    archive = path(conf)
+    if archive.is_file():
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(archive.with_suffix(".lock")):
+        if archive.is_file():  # another process made it while this one waited
+            return archive
+        progress("making the Spark driver's class-data archive (first use only: later sessions start faster)")
+        with tempfile.TemporaryDirectory(prefix="cutover-cds-") as scratch:
+            partial = archive.with_name(f"{archive.stem}.{os.getpid()}.partial")
+            own = dict(conf)
+            java_options = conf.get("spark.driver.extraJavaOptions", "")
+            own["spark.driver.extraJavaOptions"] = f"{java_options} -XX:ArchiveClassesAtExit={partial} {_QUIET}".strip()
+            own["spark.master"] = "local[1]"
+            done = subprocess.run([sys.executable, "-c", _WARM, json.dumps(own), str(Path(scratch) / "warehouse")],
+                                  capture_output=True, text=True, check=False, timeout=600)
+            if done.returncode != 0 or not partial.is_file():
+                partial.unlink(missing_ok=True)
+                progress("the class-data archive could not be made; Spark sessions start without it "
+                         f"({(done.stderr.strip().splitlines() or ['no output'])[-1][:200]})")
+                return None
+            partial.replace(archive)
+    progress(f"class-data archive ready: {archive}")
+    return archive
+
+
+@contextlib.contextmanager
+def _locked(lock: Path) -> Iterator[None]:
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
