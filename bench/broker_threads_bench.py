@@ -1,4 +1,4 @@
-"""The sandbox's brokers, idle and under a test's light traffic: Kafka's default thread counts vs fewer.
+"""The sandbox's brokers, idle and under a test's light traffic: Kafka's defaults vs fewer threads and no-ops.
 
     .venv/bin/python bench/broker_threads_bench.py --dir /tmp/bench-threads --rounds 3 --seconds 60
 

@@ -134,7 +134,7 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
                     "controller.listener.names=CONTROLLER",
                     f"listener.security.protocol.map={client}:{client},CONTROLLER:PLAINTEXT",
                     # The controller's no-op record every 5 s, not every 0.5 s: an idle sandbox broker used
-                    # about 0.6x the CPU (bench/broker_threads_bench.py), and CI keeps a dozen of them up.
+                    # 0.74x the CPU (bench/broker_threads_bench.py), and CI keeps a dozen of them up.
                     "metadata.max.idle.interval.ms=5000"]
     lines = [
         *metadata,
