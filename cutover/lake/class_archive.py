@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,11 +61,20 @@ def key(conf: Mapping[str, str]) -> str:
     """What the archive is valid for: the Java build, Spark's own jars, and the session's jars."""
     import pyspark
 
-    java = Path(jvm.java()).resolve()
-    what = {"java": str(java), "java_mtime": java.stat().st_mtime_ns, "spark": pyspark.__version__,
+    java = _java()
+    what = {"java": str(java), "java_mtime": java.stat().st_mtime_ns if java.is_file() else None,
+            "spark": pyspark.__version__,
             "spark_home": str(Path(pyspark.__file__).parent),
             "jars": conf.get("spark.jars", ""), "class_path": conf.get("spark.driver.extraClassPath", "")}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _java() -> Path:
+    """The java executable sessions run, as jvm.java() finds it, without running it (no Java: a path that
+    names none, so no archive matches)."""
+    home = os.environ.get("JAVA_HOME")
+    exe = Path(home) / "bin" / "java" if home and (Path(home) / "bin" / "java").exists() else shutil.which("java")
+    return Path(exe).resolve() if exe else Path("/no-java")
 
 
 def path(conf: Mapping[str, str]) -> Path:
