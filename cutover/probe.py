@@ -22,8 +22,14 @@ def offline(plan: Plan) -> dict[str, Any]:
     """The report of `plan check --offline`: the keys of `check`, with what was not asked as null."""
     findings = [f.as_dict() for f in readiness.offline(plan)]
     return {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": True, "old": None, "new": None,
-            "catalog": None, "storage": None, "registry": None, "reachable": None, "findings": findings,
-            "ok": not findings}
+            "catalog": None, "storage": None, "registry": None, "readers": _readers(plan), "reachable": None,
+            "findings": findings, "ok": not findings}
+
+
+def _readers(plan: Plan) -> list[dict[str, Any]]:
+    from cutover.readers.translate import positions
+
+    return positions(plan)[0]
 
 
 def check(plan: Plan, timeout: float) -> dict[str, Any]:
@@ -39,6 +45,7 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
             report[side] = _cluster_report(plan, side, futures[side])
         report["catalog"], report["storage"] = lake.result()
     report["registry"] = _registry_report(plan, _left(deadline))
+    report["readers"] = _readers(plan)
     old = report["old"]
     findings = readiness.offline(plan) + readiness.online(
         plan, list(old["topics_all"]) if old["reachable"] else None, old["groups_all"] if old["reachable"] else None)
@@ -237,6 +244,19 @@ def _failed(label: str, part: dict[str, Any]) -> list[str]:
     return [f"{label}: FAILED: {part['error']}", *([f"  fix: {part['fix']}"] if part.get("fix") else [])]
 
 
+def render_readers(readers: list[dict[str, Any]]) -> list[str]:
+    """Each declared reader's position, one line each."""
+    lines = []
+    for r in readers:
+        where = ", ".join(f"{t} {parts}" for t, parts in r["positions"].items())
+        lines.append(f"reader {r['reader']} ({r['kind']}): " + (
+            f"batch {r['last_committed_batch']} committed, next records at {where or 'no Kafka source'}"
+            if r["last_committed_batch"] is not None else "no position (see the findings)")
+            + (f"; batch {r['in_flight']} in flight (the query runs, or stopped in the middle of it)"
+               if r.get("in_flight") is not None else ""))
+    return lines
+
+
 def render_findings(findings: list[dict[str, Any]]) -> list[str]:
     lines = [f"findings ({len(findings)}): a later command would refuse the plan"] if findings else []
     for f in findings:
@@ -284,6 +304,7 @@ def render(report: dict[str, Any]) -> str:
         lines += _failed(f"storage {st['location']}", st)
     else:
         lines.append(f"storage {st['location']}: usable: {st['note']}")
+    lines += render_readers(report["readers"])
     lines += render_findings(report["findings"])
     if report["ok"]:
         lines.append("OK: every cluster, the catalog and the storage answered, and nothing in the plan would be "

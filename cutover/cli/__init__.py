@@ -66,7 +66,7 @@ def _apply_verbosity(flags: dict[str, bool]) -> None:
 class _Workflow(click.Group):
     """Commands listed in the order a migration uses them, not alphabetically."""
 
-    ORDER = ("demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "shadow", "verify",
+    ORDER = ("demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "readers", "shadow", "verify",
              "drill", "promote", "status", "rollback", "complete", "cancel", "jars")
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -84,7 +84,7 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import drill, init, local, mirror, plan, registry, rights, shadow, switch, verify
+    from cutover.cli import drill, init, local, mirror, plan, readers, registry, rights, shadow, switch, verify
 
     cli.add_command(init.init_cmd)
     cli.add_command(plan.plan_group)
@@ -92,6 +92,7 @@ def _register() -> None:
     cli.add_command(local.jars_group)
     cli.add_command(mirror.mirror_group)
     cli.add_command(mirror.offsets_group)
+    cli.add_command(readers.readers_group)
     cli.add_command(registry.registry_group)
     cli.add_command(rights.rights_group)
     cli.add_command(shadow.shadow_group)

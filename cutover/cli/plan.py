@@ -33,6 +33,7 @@ def check_cmd(plan_file: str, fmt: Format, timeout: float, offline: bool) -> int
     if offline:
         report = probe.offline(plan)
         emit(report, fmt, lambda r: "\n".join([f"plan {r['name']} ({r['plan']}): valid",
+                                                *probe.render_readers(r["readers"]),
                                                 *probe.render_findings(r["findings"])]))
         return probe.exit_code(report)
     report = probe.check(plan, timeout)

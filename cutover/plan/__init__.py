@@ -137,6 +137,13 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
         if registry_formats and spec.registry is None:
             problems.append(f"{where(('tables', i))}: {' and '.join(registry_formats)} need a schema registry, and "
                             "the plan has no registry section (fix: add registry: {old: {url: ...}, new: {url: ...}})")
+    names: dict[str, int] = {}
+    for i, r in enumerate(spec.readers):
+        if r.name in names:
+            problems.append(f"{where(('readers', i, 'name'))}: reader {r.name} is already declared at "
+                            f"{where(('readers', names[r.name], 'name')).split(': ', 1)[1]} (fix: give each reader "
+                            "its own name)")
+        names.setdefault(r.name, i)
     return problems
 
 

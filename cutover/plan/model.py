@@ -272,7 +272,8 @@ class Gates:
 
 HOOK_EVENTS = (
     "freeze_producers", "stop_consumers", "switch_clients", "stop_old_writer", "start_old_writer",
-    "stop_new_writer", "start_new_writer", "resume", "before_step", "after_step", "on_success", "on_failure",
+    "stop_new_writer", "start_new_writer", "stop_reader", "start_reader", "resume", "before_step", "after_step",
+    "on_success", "on_failure",
 )
 
 
@@ -435,6 +436,30 @@ class Rights:
         return (self.old if side == "old" else self.new).allow_if_no_acl
 
 
+_READER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _reader_name(name: str) -> str | None:
+    return None if _READER_NAME.fullmatch(name) else \
+        f"'{name}' cannot name a reader: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A reader that keeps its Kafka positions outside consumer groups (`cutover readers`)."""
+
+    #: The reader's name: `cutover readers translate --reader NAME`.
+    name: str = field(metadata={"check": _reader_name})
+    #: spark-checkpoint: a Spark Structured Streaming query, its Kafka positions in its checkpoint folder.
+    kind: Literal["spark-checkpoint"]
+    #: spark-checkpoint: the query's checkpointLocation, a local folder (relative to the plan); it holds
+    #: offsets/ and commits/.
+    checkpoint: str
+    #: spark-checkpoint with a file sink (parquet, json, ...): the sink's output folder, whose _spark_metadata
+    #: log gets an entry for the batch cutover adds. Leave it out for other sinks (Iceberg, foreachBatch).
+    sink: str | None = None
+
+
 @dataclass(frozen=True)
 class PlanSpec:
     """What the YAML holds. `Plan` adds where it came from."""
@@ -461,6 +486,8 @@ class PlanSpec:
     registry: Registry | None = None
     rights: Rights | None = None
     complete: Complete = field(default_factory=Complete)
+    #: Readers whose positions live outside consumer groups, moved exactly by `cutover readers translate`.
+    readers: list[Reader] = field(default_factory=list)
 
 
 ClusterSide = Literal["old", "new"]

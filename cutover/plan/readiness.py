@@ -36,7 +36,14 @@ def offline(plan: Plan) -> list[Finding]:
     """What can be found without connecting: the hooks, a SQLite catalog's file, table topics the selection
     leaves out."""
     missing = sqlite_missing(plan)
-    return [*hook_findings(plan), *([missing] if missing else []), *unselected_tables(plan)]
+    return [*hook_findings(plan), *([missing] if missing else []), *unselected_tables(plan), *reader_findings(plan)]
+
+
+def reader_findings(plan: Plan) -> list[Finding]:
+    """Declared readers a translation would refuse (their checkpoints are read, nothing else)."""
+    from cutover.readers.translate import positions
+
+    return [Finding("readers", problem, fix) for _name, problem, fix in positions(plan)[1]]
 
 
 def unselected_tables(plan: Plan) -> list[Finding]:

@@ -167,6 +167,16 @@ def hooks_runnable(plan: Plan) -> Check:
     return Check("hooks", "every hook in the plan exists and is executable", test)
 
 
+def readers_movable(plan: Plan) -> Check:
+    def test() -> str | None:
+        from cutover.readers.translate import positions
+
+        problems = positions(plan)[1]
+        return "; ".join(p for _name, p, _fix in problems) if problems else None
+    return Check("readers-movable", "every declared reader's checkpoint is there, holds no state, and reads only "
+                 "selected topics", test)
+
+
 def tables_handover(plan: Plan) -> Check:
     def test() -> str | None:
         from cutover.lake import tables

@@ -16,6 +16,7 @@ from cutover.errors import CutoverError
 from cutover.mirror import state as st
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
+from cutover.plan.model import Reader
 from cutover.switch import background, handover, hooks, leftovers, routing, schemas, sink, waits
 
 Detail = dict[str, Any]
@@ -35,6 +36,7 @@ class Effects(Protocol):
     def route(self, side: ClusterSide) -> Detail: ...
     def hand_over(self, pair: TablePair) -> Detail: ...
     def hand_back(self, pair: TablePair) -> Detail: ...
+    def move_reader(self, reader: Reader, direction: st.Direction) -> Detail: ...
     def registry(self, direction: st.Direction, stage: str) -> Detail: ...
     def final_verify(self) -> Detail: ...
     def retire_mirrors(self) -> Detail: ...
@@ -171,6 +173,11 @@ class Live:
         if pair.writer_offsets == "iceberg-connect":
             return sink.move(self.plan, pair, self.run, self.timeout, "reverse")
         return handover.hand_back(self.plan, pair, self.run, self.timeout)
+
+    def move_reader(self, reader: Reader, direction: st.Direction) -> Detail:
+        from cutover.readers import translate
+
+        return translate.spark_checkpoint(self.plan, reader, direction, "execute", self.timeout)
 
     def registry(self, direction: st.Direction, stage: str) -> Detail:
         return (schemas.prepare if stage == "prepare" else schemas.final)(self.plan, direction, self.timeout)
@@ -339,6 +346,17 @@ class DryRun:
                                f"old {pair.control_topic}'s end offsets")
         return self._would(f"{pair.old}: translate the table's new-cluster positions back and stamp them for "
                            "the old writer")
+
+    def move_reader(self, reader: Reader, direction: st.Direction) -> Detail:
+        from cutover.readers import translate
+
+        target = "new" if direction == "forward" else "old"
+        now = next((r for r in translate.positions(self.plan)[0] if r["reader"] == reader.name), None)
+        at = (f" (now: batch {now['last_committed_batch']} committed, next records at {now['positions']})"
+              if now is not None and now["last_committed_batch"] is not None else "")
+        return self._would(f"reader {reader.name}: read the last committed batch of {now['checkpoint'] if now else ''}"
+                           f"{at}, translate its Kafka positions exactly to the {target} cluster, check the next "
+                           "record is the same on both, and add it as the next committed batch")
 
 
 def _write_canonical(plan: Plan, pair: TablePair, timeout: float) -> int:

@@ -58,6 +58,8 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
                     verify_run.verify(plan, verify_run.Options())
             out += [checks.verified(plan, run_now), checks.tables_handover(plan)]
         out += [checks.mirror_lag(plan, opts.timeout), checks.groups_idle(plan, "old", "new", opts.timeout)]
+        if plan.spec.readers:
+            out.append(checks.readers_movable(plan))
         if plan.spec.registry is not None:
             out.append(checks.registry_ids(plan, "forward", opts.timeout))
         if plan.spec.rights is not None:

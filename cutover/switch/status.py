@@ -118,9 +118,16 @@ def status(plan: Plan, timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
         "mirror": {**mirrors, "reverse_process": background.running(plan)},
         "verify": verify.result(),
         "routing": routed.result() or {"active": "old", "note": "no routing file written yet"},
+        "readers": _try(lambda: _readers(plan)),
     }
     report["problems"] = problems(report)
     return report
+
+
+def _readers(plan: Plan) -> list[dict[str, Any]]:
+    from cutover.readers import translate
+
+    return translate.status(plan)
 
 
 def problems(s: dict[str, Any]) -> list[str]:
@@ -135,6 +142,8 @@ def problems(s: dict[str, Any]) -> list[str]:
         elif m is not None and m["gaps"]:
             found.append(f"mirror {d}: {m['gaps']} DATA LOSS gap(s) (see cutover mirror status)")
     found += [f"{part}: {s[part]['error']}" for part in ("verify", "routing") if "error" in s[part]]
+    if isinstance(s.get("readers"), dict) and "error" in s["readers"]:
+        found.append(f"readers: {s['readers']['error']}")
     return found
 
 
@@ -187,6 +196,18 @@ def render(s: dict[str, Any]) -> str:
     lines.append("routing: " + (r["error"] if "error" in r else f"active {r['active']}"
                                 + (f" ({r['bootstrap.servers']}, since {r['changed_at']})" if "changed_at" in r
                                    else "")))
+    readers = s.get("readers") or []
+    if isinstance(readers, dict):
+        lines.append(f"readers: {readers['error']}")
+        readers = []
+    for rd in readers:
+        where = ", ".join(f"{t} {parts}" for t, parts in rd["positions"].items()) or "no position"
+        move = rd["last_move"]
+        lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, batch {rd['last_committed_batch']}: {where}"
+                     + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (batch "
+                        f"{move['from_batch']} -> {move['batch']}: " + ", ".join(
+                            f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}"
+                            for p in move["positions"]) + ")"))
     if s["problems"]:
         lines.append(f"NOT OK: {len(s['problems'])} part(s) in error (above); exit code 1")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from cutover.mirror.state import Direction
 from cutover.plan import ClusterSide, Plan, TablePair
+from cutover.plan.model import Reader
 from cutover.switch import handover
 from cutover.switch.effects import Detail, Effects
 from cutover.switch.journal import History
@@ -71,6 +72,21 @@ def _hand_back(pair: TablePair) -> Callable[[Effects], Detail]:
     return act
 
 
+def _move_reader(r: Reader, direction: Direction) -> Step:
+    side, target = ("old", "new") if direction == "forward" else ("new", "old")
+
+    def act(fx: Effects) -> Detail:
+        stopped = fx.hook("stop_reader", reader=r.name, cluster=side)
+        return _all(fx.move_reader(r, direction), {"hook": stopped})
+    return Step(f"move-reader:{r.name}", f"stop reader {r.name} (hook stop_reader); write its positions, translated "
+                f"exactly to the {target} cluster, into its checkpoint as the next batch", act)
+
+
+def _start_reader(r: Reader, side: ClusterSide) -> Step:
+    return Step(f"start-reader:{r.name}", f"start reader {r.name} on the {side} cluster (hook start_reader)",
+                lambda fx: {"hook": fx.hook("start_reader", reader=r.name, active=side)})
+
+
 def _check(side: ClusterSide, direction: Direction) -> Step:
     return Step(CHECK_DRAINED, f"check the {side} cluster took no write since the drain and its end offsets have "
                 "stood still for the quiet period since wait-quiet; a late record (a producer the freeze missed) is "
@@ -119,6 +135,7 @@ def promote(plan: Plan) -> list[Step]:
              _stop_consumers("old")),
         Step("sync-groups", "commit every group's exactly translated offsets on the new cluster",
              lambda fx: fx.sync_groups("forward")),
+        *(_move_reader(r, "forward") for r in plan.spec.readers),
     ]
     steps.append(_check("old", "forward"))
     steps += _registry(plan, "forward", "final")
@@ -130,6 +147,7 @@ def promote(plan: Plan) -> list[Step]:
                       _switch("new")))
     steps += [Step(f"hand-over:{p.old}", f"stop the old writer of {p.old}; continue it from the new cluster at "
                    "the translated offsets", _hand_over(p)) for p in plan.spec.tables]
+    steps += [_start_reader(r, "new") for r in plan.spec.readers]
     steps.append(Step("resume", "resume producers and consumers, now on the new cluster (hook resume)",
                       lambda fx: fx.hook("resume", active="new")))
     return steps
@@ -146,6 +164,10 @@ def rollback(plan: Plan, history: History) -> list[Step]:
         if promoted & {ARM_REVERSE, START_REVERSE}:
             steps.append(Step("stop-reverse-mirror", "stop the background reverse mirror",
                               lambda fx: fx.reverse_mirror(False)))
+        # a reader moved before the promote stopped goes back to where it was, on the old cluster
+        moved = [r for r in plan.spec.readers if f"move-reader:{r.name}" in promoted]
+        steps += [_move_reader(r, "reverse") for r in moved]
+        steps += [_start_reader(r, "old") for r in moved]
         steps.append(_reopen())
         steps.append(Step("resume", "resume producers and consumers on the old cluster (hook resume)",
                           lambda fx: fx.hook("resume", active="old")))
@@ -164,6 +186,7 @@ def rollback(plan: Plan, history: History) -> list[Step]:
              _stop_consumers("new")),
         Step("sync-groups", "commit every group's exactly translated offsets back on the old cluster",
              lambda fx: fx.sync_groups("reverse")),
+        *(_move_reader(r, "reverse") for r in plan.spec.readers if f"move-reader:{r.name}" in promoted),
         _check("new", "reverse"),
         *_registry(plan, "reverse", "final"),
         Step(POINT_OF_NO_RETURN, "point the routing file back at the old cluster; hook switch_clients",
@@ -172,6 +195,7 @@ def rollback(plan: Plan, history: History) -> list[Step]:
     steps += [Step(f"hand-back:{p.old}", f"stop cutover's writer of {p.old}; restart the old writer at the "
                    "translated offsets", _hand_back(p))
               for p in plan.spec.tables if f"hand-over:{p.old}" in promoted]
+    steps += [_start_reader(r, "old") for r in plan.spec.readers if f"move-reader:{r.name}" in promoted]
     steps.append(_reopen())
     steps.append(Step("resume", "resume producers and consumers, on the old cluster again (hook resume)",
                       lambda fx: fx.hook("resume", active="old")))

@@ -30,7 +30,7 @@ def test_valid_plan_offline_text_and_json(tmp_path: Path, capsys: pytest.Capture
     code, out, _ = run(["plan", "check", "--plan", str(plan), "--offline", "-o", "json"], capsys)
     assert json.loads(out) == {"name": "migration", "plan": str(plan), "valid": True, "offline": True, "findings": [],
                                "ok": True, "old": None, "new": None, "catalog": None, "storage": None, "registry": None,
-                               "reachable": None}
+                               "readers": [], "reachable": None}
 
 
 def test_invalid_plan_exits_2_with_every_problem_and_no_traceback(
@@ -68,8 +68,8 @@ def test_help_lists_only_working_commands(capsys: pytest.CaptureFixture[str]) ->
     assert code == 0
     listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.startswith("  ")]
     # in the order a migration uses them
-    assert listed == ["demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "shadow", "verify",
-                      "drill", "promote", "status", "rollback", "complete", "cancel", "jars"]
+    assert listed == ["demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "readers", "shadow",
+                      "verify", "drill", "promote", "status", "rollback", "complete", "cancel", "jars"]
 
 
 def test_local_status_without_a_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -243,3 +243,24 @@ def test_partition_transforms_are_checked_with_the_plan_not_when_the_shadow_star
     assert msg == (f"{tmp_path / 'plan.yaml'}:6: tables[0].partition_by: 'dya(ts)', 'bucket(x)', 'truncate(a, b)': not "
                    "a partition transform cutover knows (fix: use a column, year(col), month(col), day(col), "
                    "hour(col), bucket(N, col) or truncate(N, col))")
+
+
+def test_readers_are_checked_each_with_its_line(tmp_path: Path) -> None:
+    good = MINIMAL + "readers:\n  - {name: orders-query, kind: spark-checkpoint, checkpoint: ck/orders}\n"
+    plan = load_plan(write(tmp_path, good), environ={})
+    assert [(r.name, r.kind, r.checkpoint, r.sink) for r in plan.spec.readers] == \
+        [("orders-query", "spark-checkpoint", "ck/orders", None)]
+    got = problems(tmp_path, MINIMAL + """readers:
+  - {name: q, kind: flink-savepoint, checkpoint: ck}
+  - {name: q, kind: spark-checkpoint}
+  - {name: "bad name", kind: spark-checkpoint, checkpoint: c}
+""")
+    text = "\n".join(got)
+    assert "plan.yaml:5: readers[0].kind" in text and "spark-checkpoint" in text
+    assert "plan.yaml:6: readers[1]" in text and "checkpoint" in text
+    assert "'bad name' cannot name a reader" in text
+    twice = problems(tmp_path, MINIMAL + """readers:
+  - {name: q, kind: spark-checkpoint, checkpoint: a}
+  - {name: q, kind: spark-checkpoint, checkpoint: b}
+""")
+    assert any("plan.yaml:6: readers[1].name: reader q is already declared at readers[0].name" in p for p in twice)

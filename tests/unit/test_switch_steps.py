@@ -63,3 +63,40 @@ def test_a_table_pair_must_say_where_its_old_writer_stands(tmp_path: Path) -> No
     assert problems[0] and "old_offset_columns is not set" in problems[0]
     assert problems[1] and "writer_group is not set" in problems[1]
     assert problems[2] is None
+
+
+def test_each_declared_reader_is_moved_before_the_point_of_no_return_and_moved_back_by_rollback(
+        tmp_path: Path) -> None:
+    (tmp_path / "ck" / "offsets").mkdir(parents=True)
+    (tmp_path / "ck" / "commits").mkdir()
+    (tmp_path / "ck" / "offsets" / "3").write_text('v1\n{"batchWatermarkMs":0}\n{"orders":{"0":12}}')
+    (tmp_path / "ck" / "commits" / "3").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    plan = unit_plan(tmp_path, readers=[{"name": "q", "kind": "spark-checkpoint", "checkpoint": "ck"}],
+                     hooks={"stop_reader": "./stop.sh"})
+    names = [s.name for s in steps.promote(plan)]
+    assert names.index("sync-groups") < names.index("move-reader:q") < names.index("check-drained") \
+        < names.index("switch-clients") < names.index("start-reader:q") < names.index("resume")
+
+    fx = DryRun(plan, outside=lambda _plan, _direction, _timeout: {})
+    for step in steps.promote(plan):
+        fx.step = step.name
+        step.act(fx)
+    text = "\n".join(fx.lines)
+    assert f"run hook stop_reader: {tmp_path / 'stop.sh'} cluster=old reader=q" in text
+    assert (f"reader q: read the last committed batch of {tmp_path / 'ck'} (now: batch 3 committed, next records "
+            "at {'orders': {'0': 12}}), translate its Kafka positions exactly to the new cluster") in text
+    assert sorted(f.name for f in (tmp_path / "ck" / "offsets").iterdir()) == ["3"]  # a dry run writes nothing
+
+    with Journal.open(tmp_path / "early", "promote") as j:  # stopped after the reader moved, before the switch
+        journal_run(j, "promote", "a", ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers",
+                                        "sync-groups", "move-reader:q"], crashed_in="check-drained")
+    assert [s.name for s in steps.rollback(plan, journal.read(tmp_path / "early"))] == [
+        "move-reader:q", "start-reader:q", "reopen-mirror", "resume"]
+    with Journal.open(tmp_path / "late", "promote") as j:
+        journal_run(j, "promote", "a", ["hold", "sync-groups", "move-reader:q", "switch-clients"], finished=True)
+    late = [s.name for s in steps.rollback(plan, journal.read(tmp_path / "late"))]
+    assert late.index("sync-groups") < late.index("move-reader:q") < late.index("switch-clients") \
+        < late.index("start-reader:q") < late.index("resume")
+    with Journal.open(tmp_path / "before", "promote") as j:  # the reader was not moved yet: nothing to move back
+        journal_run(j, "promote", "a", ["hold", "freeze-producers"], crashed_in="wait-quiet")
+    assert not [n for n in (s.name for s in steps.rollback(plan, journal.read(tmp_path / "before"))) if "reader" in n]

@@ -1,0 +1,111 @@
+"""`cutover readers`: readers that keep their Kafka positions outside consumer groups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cutover.cli.options import output_option, plan_option, timeout_option
+from cutover.errors import ExitCode, UsageError
+from cutover.output import Format, emit, table
+
+
+@click.group("readers")
+def readers_group() -> None:
+    """Readers whose positions live outside consumer groups (a Spark checkpoint), moved exactly."""
+
+
+def _render(r: dict[str, Any]) -> str:
+    if r.get("already_moved"):
+        return (f"reader {r['reader']} ({r['kind']}, {r['direction']}): already moved: its last committed batch "
+                f"{r['last_committed_batch']} is the one cutover wrote; nothing to do")
+    lines = [f"reader {r['reader']} ({r['kind']}, {r['direction']}): checkpoint {r['checkpoint']}",
+             f"  last committed batch {r['last_committed_batch']}; cutover "
+             + ("adds" if r["mode"] == "execute" else "would add") + f" batch {r['next_batch']}"]
+    lines.append(table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
+                        for p in r["positions"]], ["topic", "partition", "source", "target"]))
+    if r.get("canary"):
+        lines.append("canary: the next records differ between the clusters:")
+        lines += [f"  {d}" for d in r["canary"]]
+    elif "canary" in r:
+        lines.append("canary: the next record of every partition is the same on both clusters")
+    if r["mode"] == "starting-offsets":
+        lines.append("startingOffsets for a query on a new checkpoint, one per Kafka source (by position):")
+        lines += [f"  source {i}: {text}" for i, text in sorted(r["starting_offsets"].items())]
+    elif r["mode"] == "dry-run":
+        lines.append("dry run: nothing written (--execute writes it)")
+    else:
+        lines.append(("finished an interrupted translation: " if r.get("resumed") else "wrote: ")
+                     + (", ".join(r["written"]) or "nothing new"))
+    return "\n".join(lines)
+
+
+def _render_found(r: dict[str, Any]) -> str:
+    head = (f"old cluster: {r['topics']} topics, {r['groups']} groups; readers the plan declares: "
+            f"{', '.join(r['declared']) or 'none'}")
+    if not r["findings"]:
+        return head + "\nnothing suggests a reader that keeps its positions outside consumer groups"
+    lines = [head]
+    for f in r["findings"]:
+        lines += [f"{f['kind']}: {f['name']}", f"  evidence: {f['evidence']}", f"  what to do: {f['what_to_do']}"]
+    return "\n".join(lines)
+
+
+@readers_group.command("find")
+@plan_option
+@output_option
+@timeout_option(whole=True)
+def find_cmd(plan_file: str, fmt: Format, timeout: float) -> int:
+    """List what on the old cluster suggests a reader that keeps its positions outside groups.
+
+    Spark's Kafka source groups without commits, Kafka Streams internal topics, Kafka Connect's
+    internal topics, and groups reading selected topics without commits on them: each with its
+    evidence and what to do. Exit 0 when nothing is found, 4 when something is.
+    """
+    from cutover.plan import load_plan
+    from cutover.readers import find
+
+    result = find.find(load_plan(plan_file), timeout)
+    emit(result, fmt, _render_found)
+    return int(ExitCode.DIFFERENCES) if result["findings"] else 0
+
+
+@readers_group.command("translate")
+@plan_option
+@click.option("--reader", "name", required=True, metavar="NAME", help="The reader, by its name in the plan.")
+@click.option("--dry-run", is_flag=True, help="Show the positions before and after; write nothing.")
+@click.option("--execute", is_flag=True, help="Write the translated batch into the checkpoint.")
+@click.option("--starting-offsets", is_flag=True,
+              help="Print the translated positions as Spark's startingOffsets JSON, for a new checkpoint.")
+@click.option("--reverse", is_flag=True, help="New to old (for rollback) instead of old to new.")
+@output_option
+@timeout_option(whole=True)
+def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, starting_offsets: bool, reverse: bool,
+                  fmt: Format, timeout: float) -> int:
+    """Move a stopped reader to the other cluster at exactly the next record.
+
+    A Spark checkpoint: the last committed batch's Kafka positions are translated through the
+    mirror's offset map and written as the next batch (offsets/N+1 and commits/N+1, Spark's own
+    format; other sources keep theirs), so the query resumes on the other cluster at the record
+    after the last one it wrote. Existing files are never changed; the execution is recorded in
+    the plan's journal folder (readers.jsonl). Before writing, the canary reads the next record of
+    each partition on both clusters: they must be the same record. Refused (exit 3), with nothing
+    written, when the last batch is not committed, the checkpoint holds state, a partition has no
+    mapping yet, or the canary finds a difference.
+    """
+    from cutover.plan import load_plan
+    from cutover.readers import translate
+
+    chosen: tuple[tuple[translate.Mode, bool], ...] = (("dry-run", dry_run), ("execute", execute),
+                                                       ("starting-offsets", starting_offsets))
+    modes = [m for m, on in chosen if on]
+    if len(modes) != 1:
+        raise UsageError("readers translate needs exactly one of --dry-run, --execute or --starting-offsets"
+                         + (f" (got {', '.join('--' + m for m in modes)})" if modes else ""),
+                         fix="look first with --dry-run, then write with --execute")
+    plan = load_plan(plan_file)
+    result = translate.spark_checkpoint(plan, translate.reader(plan, name), "reverse" if reverse else "forward",
+                                        modes[0], timeout)
+    emit(result, fmt, _render)
+    return int(ExitCode.REFUSED) if result.get("canary") else 0
