@@ -58,15 +58,26 @@ sys.exit(proc.wait(timeout=300))
 
 
 def key(conf: Mapping[str, str]) -> str:
-    """What the archive is valid for: the Java build, Spark's own jars, and the session's jars."""
+    """What the archive is valid for: the Java build, and every jar of the driver's class path by path, size
+    and time (Spark's own and the session's: the JVM refuses an archive, silently, when one of them changed,
+    as a reinstalled pyspark does)."""
     import pyspark
 
     java = _java()
+    spark_jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    extra = [Path(j) for part in ("spark.jars", "spark.driver.extraClassPath")
+             for j in conf.get(part, "").replace(":", ",").split(",") if j]
     what = {"java": str(java), "java_mtime": java.stat().st_mtime_ns if java.is_file() else None,
-            "spark": pyspark.__version__,
-            "spark_home": str(Path(pyspark.__file__).parent),
-            "jars": conf.get("spark.jars", ""), "class_path": conf.get("spark.driver.extraClassPath", "")}
+            "spark": pyspark.__version__, "jars": [_stamp(j) for j in [*spark_jars, *extra]]}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _stamp(jar: Path) -> tuple[str, int, int]:
+    try:
+        st = jar.stat()
+    except OSError:
+        return (str(jar), -1, -1)
+    return (str(jar), st.st_size, st.st_mtime_ns)
 
 
 def _java() -> Path:

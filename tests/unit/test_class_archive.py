@@ -44,3 +44,16 @@ def test_other_jars_or_class_path_need_another_archive() -> None:
     assert class_archive.path({**CONF, "spark.jars": "/jars/iceberg.jar"}) != base
     assert class_archive.path({**CONF, "spark.driver.extraClassPath": "/x.jar"}) != base
     assert class_archive.path({**CONF, "spark.driver.memory": "8g", "spark.app.name": "other"}) == base
+
+
+def test_a_jar_that_changed_needs_another_archive(tmp_path: Path) -> None:
+    """The JVM checks each class-path jar's size and time against the archive and silently starts without it
+    on a mismatch (a reinstalled pyspark): the archive's name changes with them, so local up makes a new one."""
+    import os
+
+    jar = tmp_path / "iceberg.jar"
+    jar.write_bytes(b"1")
+    conf = {**CONF, "spark.jars": str(jar)}
+    before = class_archive.path(conf)
+    os.utime(jar, ns=(1, 1))
+    assert class_archive.path(conf) != before
