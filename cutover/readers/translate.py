@@ -88,15 +88,18 @@ def positions(plan: Plan) -> tuple[list[dict[str, Any]], list[tuple[str, str, st
     return out, problems
 
 
-def _base(ck: sc.Checkpoint, translate: sc.Translate, stateful_ok: bool = False) -> tuple[sc.Batch, bool]:
-    """The last committed batch, and whether a batch after it is this translation, interrupted."""
+def _base(ck: sc.Checkpoint, translate: sc.Translate, stateful_ok: bool = False,
+          ) -> tuple[sc.Batch, sc.Batch, bool]:
+    """The last committed batch, the batch it moves to (translated once), and whether that batch is this
+    translation's own, interrupted before its commit."""
     offsets, commits = ck.offsets(), ck.commits()
     if offsets and commits and offsets[-1] == commits[-1] + 1:
         base = ck.committed(commits[-1])
         planned = sc.moved(base, translate)
         if ck.read(offsets[-1]) == sc.Batch(planned.batch, planned.metadata, planned.sources):
-            return base, True
-    return ck.last_committed(stateful_ok), False
+            return base, planned, True
+    base = ck.last_committed(stateful_ok)
+    return base, sc.moved(base, translate), False
 
 
 def spark_checkpoint(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
@@ -129,10 +132,7 @@ def spark_checkpoint(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
         rows.append({"topic": topic, "partition": partition, "source_offset": offset, "target_offset": target})
         return target
 
-    base, resuming = _base(ck, translate, stateful_ok=mode == "starting-offsets")
-    rows.clear()
-    unmapped.clear()
-    batch = sc.moved(base, translate)
+    base, batch, resuming = _base(ck, translate, stateful_ok=mode == "starting-offsets")
     if unmapped:
         raise Refused(f"reader {r.name}: {len(unmapped)} position(s) in batch {base.batch} of {folder} have no "
                       "mapping yet: " + "; ".join(unmapped[:5]) + (" ..." if len(unmapped) > 5 else ""),
@@ -173,8 +173,9 @@ def status(plan: Plan) -> list[dict[str, Any]]:
     """Each declared reader for `cutover status`: its position now, the cluster that position is on,
     and its last move (both sides' positions at that batch)."""
     out = []
+    recorded = _moves(plan)  # read once for every reader
     for entry in positions(plan)[0]:
-        moves = [m for m in _moves(plan) if m.get("checkpoint") == entry["checkpoint"]]
+        moves = [m for m in recorded if m.get("checkpoint") == entry["checkpoint"]]
         last = moves[-1] if moves else None
         on = "old" if last is None or last.get("direction") == "reverse" else "new"
         out.append({**entry, "on": on, "last_move": None if last is None else {

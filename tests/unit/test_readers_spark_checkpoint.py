@@ -86,7 +86,7 @@ def test_an_interrupted_translation_is_finished_and_any_other_uncommitted_batch_
     plus = lambda t, p, o: o + 100  # noqa: E731
     planned = sc.moved(ck.last_committed(), plus)
     (tmp_path / "offsets" / "1").write_text("\n".join(["v1", META, *planned.sources]))  # died before the commit
-    base, resuming = _base(ck, plus)
+    base, _planned, resuming = _base(ck, plus)
     assert base.batch == 0 and resuming
     assert sc.write(ck, sc.moved(base, plus)) == [tmp_path / "commits" / "1"]  # only what was missing
     assert ck.last_committed().sources == ('{"t":{"0":103,"1":104}}',)
