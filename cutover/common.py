@@ -12,6 +12,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 #: A Kafka topic partition: (topic, partition).
 TP = tuple[str, int]
@@ -60,3 +63,17 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def settled(read: Callable[[], _T], missing: Callable[[_T], list[str]], timeout: float,
+            step: float = 0.2) -> tuple[_T, list[str]]:
+    """Read until nothing is `missing` from what was read, or `timeout` seconds pass: a KRaft broker answers
+    describes from its metadata image, which takes an instant to hold what its controller just accepted.
+    Returns the last read and what it still misses (empty when it settled)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = read()
+        lacking = missing(got)
+        if not lacking or time.monotonic() >= deadline:
+            return got, lacking
+        time.sleep(step)

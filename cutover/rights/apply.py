@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from cutover.common import settled
 from cutover.errors import UsageError
 from cutover.kafka.clients import ClusterRef, admin
 from cutover.rights import inventory, quotas
@@ -102,11 +103,13 @@ def _quotas(ref: ClusterRef, creates: list[Change], deletes: list[Change], timeo
     if not changes:
         return
     quotas.alter(ref, changes, timeout)
-    back = quotas.describe(ref, timeout)  # each read back: the broker applies quotas asynchronously in name only
-    wrong = [f"{quotas.entity_text(e)} {k}: wanted {v}, reads {back.get(e, {}).get(k)}"
-             for e, q in changes.items() for k, v in q.items() if back.get(e, {}).get(k) != v]
-    if wrong:
-        raise UsageError(f"{ref.describe()} did not keep the quotas set: {'; '.join(wrong)}",
+    def wrong(back: dict[quotas.Entity, dict[str, float]]) -> list[str]:
+        return [f"{quotas.entity_text(e)} {k}: wanted {v}, reads {back.get(e, {}).get(k)}"
+                for e, q in changes.items() for k, v in q.items() if back.get(e, {}).get(k) != v]
+
+    _back, wrongly = settled(lambda: quotas.describe(ref, timeout), wrong, timeout)
+    if wrongly:
+        raise UsageError(f"{ref.describe()} did not keep the quotas set: {'; '.join(wrongly)}",
                          fix="check the broker's log, then run rights apply again")
     done.record("set", creates, say, " (read back equal)")
     done.record("removed", deletes, say)
@@ -127,11 +130,12 @@ def _scram(ref: ClusterRef, client: AdminClient, creates: list[Change], deletes:
         return
     _wait(ref, client, client.alter_user_scram_credentials(alterations, request_timeout=timeout),
           "setting SCRAM users", timeout)
-    back = inventory.read_scram(ref, client, timeout)
-    for c in creates:
-        assert c.scram is not None
-        if (c.scram[1], c.scram[2]) not in back.get(c.scram[0], ()):
-            raise UsageError(f"{ref.describe()} does not list {c.describe()} after it was set",
-                             fix="check the broker's log, then run rights apply again")
+    def unlisted(back: dict[str, tuple[tuple[str, int], ...]]) -> list[str]:
+        return [c.describe() for c in creates if c.scram and (c.scram[1], c.scram[2]) not in back.get(c.scram[0], ())]
+
+    _back, missing = settled(lambda: inventory.read_scram(ref, client, timeout), unlisted, timeout)
+    if missing:
+        raise UsageError(f"{ref.describe()} does not list {', '.join(missing)} {timeout:g} s after it was set",
+                         fix="check the broker's log, then run rights apply again")
     done.record("created", creates, say, " (read back)")
     done.record("deleted", deletes, say)

@@ -234,7 +234,10 @@ def test_plan_check_names_an_unreachable_cluster_without_hanging(sandbox: Sandbo
     data.pop("env_file")
     bad = tmp_path / "plan.yaml"
     bad.write_text(yaml.safe_dump(data))
-    run = cutover("plan", "check", "--plan", str(bad), "--timeout", "3", timeout=60)
+    # Each wait gets 10 s: 3 s failed the new cluster's line under CI's load. The old one's fails within it.
+    started = time.monotonic()
+    run = cutover("plan", "check", "--plan", str(bad), "--timeout", "10", timeout=60)
+    assert time.monotonic() - started < 45, run.out
     assert run.code == 1
     assert "old cluster 127.0.0.1:1: FAILED: could not reach the old cluster (127.0.0.1:1)" in run.out
     assert "NOT OK" in run.out
