@@ -70,6 +70,12 @@ def one(box: Sandbox, originals: dict[Path, str], extra: tuple[str, ...], props:
         seconds: float) -> tuple[float, float, int]:
     for path, text in originals.items():
         path.write_text(text + "".join(f"{line}\n" for line in extra))
+    return restart_and_measure(box, props, seconds)
+
+
+def restart_and_measure(box: Sandbox, props: dict[str, str], seconds: float) -> tuple[float, float, int]:
+    """Both clusters restarted; after 20 s to settle, both brokers' CPU seconds over `seconds` idle, then
+    over `seconds` of traffic; and the records that traffic read."""
     for side in ("old", "new"):
         box.stop(side)
         box.start(side)
@@ -83,15 +89,20 @@ def one(box: Sandbox, originals: dict[Path, str], extra: tuple[str, ...], props:
     return c1 - c0, cpu_seconds(pids) - c1, read
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "cutover-bench-threads")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=60)
+def sandbox_bench(doc: str, folder: str, rounds: int, seconds: float) -> tuple[argparse.Namespace, Sandbox]:
+    """A brokers bench's arguments (--dir, --rounds, --seconds) and its sandbox, brought up if needed."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / folder)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--seconds", type=float, default=seconds)
     args = ap.parse_args()
     subprocess.run([sys.executable, "-m", "cutover", "local", "up", "--dir", str(args.dir)], check=True,
                    stdout=subprocess.DEVNULL)
-    box = Sandbox(args.dir)
+    return args, Sandbox(args.dir)
+
+
+def main() -> None:
+    args, box = sandbox_bench(__doc__, "cutover-bench-threads", 3, 60)
     props = dict(load_plan(box.plan_file).cluster("old"))
     originals = {p: p.read_text() for p in (args.dir / "old" / "server.properties",
                                            args.dir / "new" / "server.properties")}

@@ -25,10 +25,11 @@ KAFKA_VERSION = "4.1.1"
 SPARK_VERSION = "4.0.2"  # must equal the installed pyspark version
 ICEBERG_VERSION = "1.11.0"
 
-#: JVM flags for the sandbox's servers and the short tools cutover runs: short lives, light traffic.
-#: C1 alone costs far less CPU there than C2 recompiling hot code (bench/README.md, "the sandbox's
-#: JVMs"). Production JVMs (your brokers, your Spark cluster) keep their own settings.
-LEAN: tuple[str, ...] = ("-XX:TieredStopAtLevel=1",)
+#: JVM flags for the sandbox's servers and the short tools cutover runs: short lives, light traffic, small
+#: heaps. C1 alone costs far less CPU there than C2 recompiling hot code, and the serial collector less than
+#: G1's concurrent threads (bench/README.md, "the sandbox's JVMs" and "the sandbox's collector"). Production
+#: JVMs (your brokers, your Spark cluster) keep their own settings.
+LEAN: tuple[str, ...] = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
 @dataclass(frozen=True)

@@ -202,7 +202,7 @@ def _classpath(version: str) -> str:
 
 def jvm_cmd(version: str, main: str, *args: str) -> list[str]:
     """A JVM running `main` of Kafka `version`'s jars (the broker, its tools, ZooKeeper)."""
-    return [jvm.java(), "-Xms128m", "-Xmx768m", "-XX:+UseG1GC", *jvm.LEAN, "-Djava.awt.headless=true",
+    return [jvm.java(), "-Xms128m", "-Xmx768m", *jvm.LEAN, "-Djava.awt.headless=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-cp", _classpath(version), main, *args]
 
