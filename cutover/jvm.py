@@ -133,8 +133,13 @@ APICURIO_CONNECT = JarSet(
     transitive=False,
 )
 
+#: Kafka Streams (and RocksDB, its persistent stores): the tests' real Streams application, moved between
+#: the clusters as a kafka-streams reader.
+KAFKA_STREAMS = JarSet("kafka-streams", (f"org.apache.kafka:kafka-streams:{KAFKA_VERSION}",
+                                         "org.slf4j:slf4j-simple:1.7.36"))
+
 JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS, REST_CATALOG, S3PROXY,
-                                ICEBERG_CONNECT, APICURIO_CONNECT)}
+                                ICEBERG_CONNECT, APICURIO_CONNECT, KAFKA_STREAMS)}
 
 
 def properties_text(props: Mapping[str, str]) -> str:

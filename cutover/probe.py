@@ -248,6 +248,12 @@ def render_readers(readers: list[dict[str, Any]]) -> list[str]:
     """Each declared reader's position, one line each."""
     lines = []
     for r in readers:
+        if r["kind"] == "kafka-streams":
+            where = ", ".join(f"{t} {{{_offsets(parts)}}}" for t, parts in r["positions"].items())
+            lines.append(f"reader {r['reader']} (kafka-streams, state: {r['state']}): {r['tasks']} task(s) in "
+                         f"{r['location']}" + (", RUNNING" if r.get("running") else "")
+                         + (f"; stores at {where}" if where else ""))
+            continue
         where = ", ".join(f"{t} {parts}" for t, parts in r["positions"].items())
         lines.append(f"reader {r['reader']} ({r['kind']}): " + (
             f"batch {r['last_committed_batch']} committed, next records at {where or 'no Kafka source'}"
@@ -255,6 +261,10 @@ def render_readers(readers: list[dict[str, Any]]) -> list[str]:
             + (f"; batch {r['in_flight']} in flight (the query runs, or stopped in the middle of it)"
                if r.get("in_flight") is not None else ""))
     return lines
+
+
+def _offsets(parts: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(f"{p}: {v['offset']}" for p, v in parts.items())
 
 
 def render_findings(findings: list[dict[str, Any]]) -> list[str]:

@@ -13,23 +13,21 @@ from cutover.output import Format, emit, table
 
 @click.group("readers")
 def readers_group() -> None:
-    """Readers whose positions live outside consumer groups (a Spark checkpoint), moved exactly."""
+    """Readers whose positions live outside consumer groups (Spark checkpoints, Kafka Streams state), moved exactly."""
 
 
 def _render(r: dict[str, Any]) -> str:
+    head = f"reader {r['reader']} ({r['kind']}, {r['direction']})"
     if r.get("already_moved"):
-        return (f"reader {r['reader']} ({r['kind']}, {r['direction']}): already moved: its last committed batch "
-                f"{r['last_committed_batch']} is the one cutover wrote; nothing to do")
-    lines = [f"reader {r['reader']} ({r['kind']}, {r['direction']}): checkpoint {r['checkpoint']}",
+        return f"{head}: already moved to the target cluster by its last recorded move; nothing to do"
+    if r["kind"] == "kafka-streams":
+        return _render_streams(head, r)
+    lines = [f"{head}: checkpoint {r['location']}",
              f"  last committed batch {r['last_committed_batch']}; cutover "
              + ("adds" if r["mode"] == "execute" else "would add") + f" batch {r['next_batch']}"]
     lines.append(table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
                         for p in r["positions"]], ["topic", "partition", "source", "target"]))
-    if r.get("canary"):
-        lines.append("canary: the next records differ between the clusters:")
-        lines += [f"  {d}" for d in r["canary"]]
-    elif "canary" in r:
-        lines.append("canary: the next record of every partition is the same on both clusters")
+    lines += _render_canary(r)
     if r["mode"] == "starting-offsets":
         lines.append("startingOffsets for a query on a new checkpoint, one per Kafka source (by position):")
         lines += [f"  source {i}: {text}" for i, text in sorted(r["starting_offsets"].items())]
@@ -38,6 +36,35 @@ def _render(r: dict[str, Any]) -> str:
     else:
         lines.append(("finished an interrupted translation: " if r.get("resumed") else "wrote: ")
                      + (", ".join(r["written"]) or "nothing new"))
+    return "\n".join(lines)
+
+
+def _render_canary(r: dict[str, Any]) -> list[str]:
+    if r.get("canary"):
+        return ["canary: the next records differ between the clusters:", *(f"  {d}" for d in r["canary"])]
+    if "canary" in r:
+        return ["canary: the next record of every partition is the same on both clusters"]
+    return []
+
+
+def _render_streams(head: str, r: dict[str, Any]) -> str:
+    lines = [f"{head}: state {r['location']} ({r['state']})"]
+    if r["state"] == "wipe":
+        folders = r.get("folders") or {}
+        lines.append("  the stores restore from the target's changelogs; their folders are set aside:")
+        lines += [f"  {src} -> {dst}" for src, dst in folders.items()] or ["  (no task folders)"]
+    else:
+        lines.append(table([[p["file"].rsplit("/", 2)[-2] + "/" + p["file"].rsplit("/", 1)[-1], p["topic"],
+                             str(p["partition"]), str(p["offset"]), str(p["target"])] for p in r["positions"]],
+                           ["file", "topic", "partition", "source", "target"]))
+        lines.append("  (task checkpoints and store positions hold the last record applied; global checkpoints "
+                     "the next one to read)")
+        lines += _render_canary(r)
+    if r["mode"] == "dry-run":
+        lines.append("dry run: nothing written (--execute writes it)")
+    else:
+        lines.append(("finished an interrupted move: " if r.get("resumed") else "done: ")
+                     + (", ".join(r["written"] + r["set_aside"]) or "nothing to change"))
     return "\n".join(lines)
 
 
@@ -75,7 +102,7 @@ def find_cmd(plan_file: str, fmt: Format, timeout: float) -> int:
 @plan_option
 @click.option("--reader", "name", required=True, metavar="NAME", help="The reader, by its name in the plan.")
 @click.option("--dry-run", is_flag=True, help="Show the positions before and after; write nothing.")
-@click.option("--execute", is_flag=True, help="Write the translated batch into the checkpoint.")
+@click.option("--execute", is_flag=True, help="Write the move: the translated batch, or the translated state files.")
 @click.option("--starting-offsets", is_flag=True,
               help="Print the translated positions as Spark's startingOffsets JSON, for a new checkpoint.")
 @click.option("--reverse", is_flag=True, help="New to old (for rollback) instead of old to new.")
@@ -88,11 +115,17 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
     A Spark checkpoint: the last committed batch's Kafka positions are translated through the
     mirror's offset map and written as the next batch (offsets/N+1 and commits/N+1, Spark's own
     format; other sources keep theirs), so the query resumes on the other cluster at the record
-    after the last one it wrote. Existing files are never changed; the execution is recorded in
-    the plan's journal folder (readers.jsonl). Before writing, the canary reads the next record of
-    each partition on both clusters: they must be the same record. Refused (exit 3), with nothing
-    written, when the last batch is not committed, the checkpoint holds state, a partition has no
-    mapping yet, or the canary finds a difference.
+    after the last one it wrote. Existing files are never changed.
+
+    A Kafka Streams application (stopped cleanly): with state: rewrite, each task's .checkpoint and
+    each store's .position is translated, so the stores carry on without restoring; with state: wipe,
+    the task folders are set aside (renamed) and the stores restore from the other cluster. Its
+    input positions are its group's, which `cutover mirror` syncs.
+
+    Every execution is recorded in the plan's journal folder (readers.jsonl) and is never done twice.
+    Before writing, the canary reads the next record of each partition on both clusters: they must
+    be the same record. Refused (exit 3), with nothing written, when the reader runs or was not
+    stopped cleanly, a partition has no mapping yet, or the canary finds a difference.
     """
     from cutover.plan import load_plan
     from cutover.readers import translate
@@ -105,7 +138,7 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
                          + (f" (got {', '.join('--' + m for m in modes)})" if modes else ""),
                          fix="look first with --dry-run, then write with --execute")
     plan = load_plan(plan_file)
-    result = translate.spark_checkpoint(plan, translate.reader(plan, name), "reverse" if reverse else "forward",
-                                        modes[0], timeout)
+    result = translate.move(plan, translate.reader(plan, name), "reverse" if reverse else "forward", modes[0],
+                            timeout)
     emit(result, fmt, _render)
     return int(ExitCode.REFUSED) if result.get("canary") else 0

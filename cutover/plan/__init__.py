@@ -144,6 +144,16 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
                             f"{where(('readers', names[r.name], 'name')).split(': ', 1)[1]} (fix: give each reader "
                             "its own name)")
         names.setdefault(r.name, i)
+        needs = {"spark-checkpoint": ("checkpoint",), "kafka-streams": ("application_id", "state_dir")}[r.kind]
+        for key in needs:
+            if getattr(r, key) is None:
+                problems.append(f"{where(('readers', i))}: a {r.kind} reader needs {key} (fix: add "
+                                f"{key}: ... to reader {r.name})")
+        foreign = {"spark-checkpoint": ("application_id", "state_dir"), "kafka-streams": ("checkpoint", "sink")}
+        for key in foreign[r.kind]:
+            if getattr(r, key) is not None:
+                problems.append(f"{where(('readers', i, key))}: {key} does not apply to a {r.kind} reader "
+                                f"(fix: remove it from reader {r.name})")
     return problems
 
 

@@ -451,13 +451,24 @@ class Reader:
     #: The reader's name: `cutover readers translate --reader NAME`.
     name: str = field(metadata={"check": _reader_name})
     #: spark-checkpoint: a Spark Structured Streaming query, its Kafka positions in its checkpoint folder.
-    kind: Literal["spark-checkpoint"]
+    #: kafka-streams: a Kafka Streams application, its stores' changelog positions in its state directory
+    #: (its input positions are its group's, application.id, which the mirror's group sync moves).
+    kind: Literal["spark-checkpoint", "kafka-streams"]
     #: spark-checkpoint: the query's checkpointLocation, a local folder (relative to the plan); it holds
     #: offsets/ and commits/.
-    checkpoint: str
+    checkpoint: str | None = None
     #: spark-checkpoint with a file sink (parquet, json, ...): the sink's output folder, whose _spark_metadata
     #: log gets an entry for the batch cutover adds. Leave it out for other sinks (Iceberg, foreachBatch).
     sink: str | None = None
+    #: kafka-streams: the application's application.id (its group, and its folder under state_dir).
+    application_id: str | None = None
+    #: kafka-streams: the application's state.dir, a local folder (relative to the plan). With several
+    #: instances, declare one reader per instance's state.dir.
+    state_dir: str | None = None
+    #: kafka-streams: what becomes of the local stores. rewrite: each task's .checkpoint (and each store's
+    #: .position) is translated, so the stores carry on without restoring; wipe: the state is set aside
+    #: (kept, renamed) and the stores restore from the target cluster's changelogs.
+    state: Literal["rewrite", "wipe"] = "rewrite"
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ not in a group. The cluster shows traces of them; each trace found is named with
 
 - groups named `spark-kafka-source-*` with no commits: Spark's Kafka source (its positions are
   in the query's checkpoint; `readers translate` moves a declared one);
-- Kafka Streams internal topics (`<application.id>-...-changelog`, `-repartition`): the
-  application's stores keep changelog offsets in their state directory;
+- Kafka Streams internal topics (`<application.id>-...-changelog`, `-repartition`) of an
+  application the plan does not declare: its stores keep changelog offsets in their state directory;
 - Kafka Connect's internal topics (config, offsets, status): source connectors keep their
   positions in the offsets topic;
 - groups with members reading selected topics but no commits on them: a reader that commits
@@ -56,7 +56,8 @@ def find(plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
                                  "member(s), no commits (its positions are in the query's checkpoint)",
                                  "declare the query under readers (kind spark-checkpoint, its checkpointLocation)"
                                  + (f"; declared: {', '.join(declared)}" if declared else "")))
-    found += _streams(topics, groups, infos)
+    streams_apps = {r.application_id for r in plan.spec.readers if r.kind == "kafka-streams"}
+    found += [f for f in _streams(topics, groups, infos) if f.name not in streams_apps]
     found += _connect(topics)
     selected = plan.spec.topics.matches
     for g, read in readers(ref, [g for g in groups if not g.startswith(SPARK_PREFIX)], selected, timeout).items():
@@ -85,10 +86,9 @@ def _streams(topics: list[str], groups: list[str], infos: dict[str, Any]) -> lis
     for app, internal in sorted(apps.items()):
         group = f"group {app} with {infos[app].members} member(s)" if app in infos else "no group of that name"
         out.append(Finding("kafka-streams", app, f"internal topics {', '.join(sorted(internal))}; {group}",
-                           "its stores' changelog offsets are in each task's .checkpoint file under its state "
-                           "directory: stop the application before the switch; its stores restore from the "
-                           "mirrored changelogs (delete the state directory, or the offsets there point at "
-                           "other records on the new cluster)"))
+                           "declare it under readers (kind kafka-streams, its application_id and state_dir): "
+                           "its stores' changelog offsets are in each task's .checkpoint under its state "
+                           "directory, and point at other records on the new cluster unless they are moved"))
     return out
 
 

@@ -177,7 +177,7 @@ class Live:
     def move_reader(self, reader: Reader, direction: st.Direction) -> Detail:
         from cutover.readers import translate
 
-        return translate.spark_checkpoint(self.plan, reader, direction, "execute", self.timeout)
+        return translate.move(self.plan, reader, direction, "execute", self.timeout)
 
     def registry(self, direction: st.Direction, stage: str) -> Detail:
         return (schemas.prepare if stage == "prepare" else schemas.final)(self.plan, direction, self.timeout)
@@ -352,9 +352,15 @@ class DryRun:
 
         target = "new" if direction == "forward" else "old"
         now = next((r for r in translate.positions(self.plan)[0] if r["reader"] == reader.name), None)
+        where = now["location"] if now else ""
+        if reader.kind == "kafka-streams":
+            what = ("translate each store's checkpoint and position exactly" if reader.state == "rewrite" else
+                    "set its task folders aside, so its stores restore from the changelogs")
+            return self._would(f"reader {reader.name}: in its state folder {where}, {what} to the {target} cluster "
+                               "(its group moves with the group sync)")
         at = (f" (now: batch {now['last_committed_batch']} committed, next records at {now['positions']})"
               if now is not None and now["last_committed_batch"] is not None else "")
-        return self._would(f"reader {reader.name}: read the last committed batch of {now['checkpoint'] if now else ''}"
+        return self._would(f"reader {reader.name}: read the last committed batch of {where}"
                            f"{at}, translate its Kafka positions exactly to the {target} cluster, check the next "
                            "record is the same on both, and add it as the next committed batch")
 

@@ -201,8 +201,14 @@ def render(s: dict[str, Any]) -> str:
         lines.append(f"readers: {readers['error']}")
         readers = []
     for rd in readers:
-        where = ", ".join(f"{t} {parts}" for t, parts in rd["positions"].items()) or "no position"
         move = rd["last_move"]
+        if rd["kind"] == "kafka-streams":
+            lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, {rd['tasks']} task(s) in {rd['location']}"
+                         + ("" if move is None else f"; last moved {move['direction']} at {move['at']}: " + (", ".join(
+                             f"{p['topic']}[{p['partition']}] {p['offset']} -> {p['target']}"
+                             for p in move["positions"]) or "state set aside")))
+            continue
+        where = ", ".join(f"{t} {parts}" for t, parts in rd["positions"].items()) or "no position"
         lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, batch {rd['last_committed_batch']}: {where}"
                      + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (batch "
                         f"{move['from_batch']} -> {move['batch']}: " + ", ".join(

@@ -252,13 +252,27 @@ def test_readers_are_checked_each_with_its_line(tmp_path: Path) -> None:
         [("orders-query", "spark-checkpoint", "ck/orders", None)]
     got = problems(tmp_path, MINIMAL + """readers:
   - {name: q, kind: flink-savepoint, checkpoint: ck}
-  - {name: q, kind: spark-checkpoint}
   - {name: "bad name", kind: spark-checkpoint, checkpoint: c}
 """)
     text = "\n".join(got)
-    assert "plan.yaml:5: readers[0].kind" in text and "spark-checkpoint" in text
-    assert "plan.yaml:6: readers[1]" in text and "checkpoint" in text
+    assert "plan.yaml:5: readers[0].kind" in text and "spark-checkpoint" in text and "kafka-streams" in text
     assert "'bad name' cannot name a reader" in text
+    # what each kind needs, and what does not apply to it, each with its line (once the kinds are known)
+    got = problems(tmp_path, MINIMAL + """readers:
+  - {name: q, kind: spark-checkpoint}
+  - {name: s, kind: kafka-streams, application_id: wc, checkpoint: ck}
+""")
+    text = "\n".join(got)
+    assert "plan.yaml:5: readers[0]: a spark-checkpoint reader needs checkpoint" in text, text
+    assert "plan.yaml:6: readers[1]: a kafka-streams reader needs state_dir" in text
+    assert "plan.yaml:6: readers[1].checkpoint: checkpoint does not apply to a kafka-streams reader" in text
+    assert problems(tmp_path, MINIMAL + "readers:\n  - {name: t, kind: kafka-streams, state_dir: st, state: keep}\n"
+                    )[0].endswith("plan.yaml:5: readers[0].state: expected one of 'rewrite', 'wipe', found str 'keep'")
+    got = problems(tmp_path, MINIMAL + """readers:
+  - {name: t, kind: kafka-streams, state_dir: st}
+""")
+    assert got == [f"{tmp_path / 'plan.yaml'}:5: readers[0]: a kafka-streams reader needs application_id (fix: add "
+                   "application_id: ... to reader t)"], got
     twice = problems(tmp_path, MINIMAL + """readers:
   - {name: q, kind: spark-checkpoint, checkpoint: a}
   - {name: q, kind: spark-checkpoint, checkpoint: b}

@@ -80,7 +80,7 @@ def test_a_folder_that_is_not_a_checkpoint_is_named(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_translation_is_finished_and_any_other_uncommitted_batch_refused(tmp_path: Path) -> None:
-    from cutover.readers.translate import _base
+    from cutover.readers.spark import _base
 
     ck = _checkpoint(tmp_path, {0: ['{"t":{"0":3,"1":4}}']}, commits=[0])
     plus = lambda t, p, o: o + 100  # noqa: E731
@@ -124,7 +124,7 @@ def test_plan_check_shows_each_readers_position_and_names_what_a_translation_wou
     run = cutover("plan", "check", "--plan", str(plan), "--offline", "-o", "json")
     assert run.code == 0, run.err
     assert run.json()["readers"] == [{"reader": "orders-query", "kind": "spark-checkpoint",
-                                      "checkpoint": str(tmp_path / "ck"), "last_committed_batch": 0, "in_flight": None,
+                                      "location": str(tmp_path / "ck"), "last_committed_batch": 0, "in_flight": None,
                                       "positions": {"orders": {"0": 5, "1": 7}}}]
     text = cutover("plan", "check", "--plan", str(plan), "--offline")
     assert "reader orders-query (spark-checkpoint): batch 0 committed, next records at orders" in text.out
@@ -159,10 +159,10 @@ def test_a_batch_cutover_wrote_is_not_moved_twice_in_the_same_direction(tmp_path
     journal = tmp_path / ".cutover" / "p" / "readers.jsonl"
     journal.parent.mkdir(parents=True)
     positions = [{"topic": "orders", "partition": 0, "source_offset": 5, "target_offset": 9}]
-    journal.write_text(json.dumps({"checkpoint": str(tmp_path / "ck"), "batch": 1, "direction": "forward",
-                                   "positions": positions}) + "\n{torn")
+    journal.write_text(json.dumps({"location": str(tmp_path / "ck"), "batch": 1, "direction": "forward",
+                                   "phase": "done", "positions": positions}) + "\n{torn")
     # no cluster is asked (none listens on those ports): the record says batch 1 is already on the new cluster
-    got = translate.spark_checkpoint(plan, plan.spec.readers[0], "forward", "execute", timeout=1)
+    got = translate.move(plan, plan.spec.readers[0], "forward", "execute", timeout=1)
     assert got["already_moved"] and got["written"] == [] and got["positions"] == positions
     assert sorted(f.name for f in (tmp_path / "ck" / "offsets").iterdir()) == ["0", "1"]
 

@@ -1,0 +1,49 @@
+"""The record of every reader move: `readers.jsonl` in the plan's journal folder, one JSON line per
+event, fsynced. A move that changes several files is recorded as `planned` (what each file holds
+before and after) before the first change and `done` after the last, so a move cut short is
+finished, never done twice. Each entry names the reader's `location`: its checkpoint or state folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from cutover.plan import Plan
+
+
+def moves(plan: Plan) -> list[dict[str, Any]]:
+    """Every recorded entry, oldest first."""
+    from cutover.switch import journal
+
+    path = journal.directory(plan) / "readers.jsonl"
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a torn last line: that execution did not finish recording
+    return out
+
+
+def last(plan: Plan, location: str) -> dict[str, Any] | None:
+    """The newest entry for this location."""
+    found = None
+    for entry in moves(plan):
+        if entry.get("location") == location:
+            found = entry
+    return found
+
+
+def record(plan: Plan, entry: dict[str, Any]) -> None:
+    from cutover.switch import journal
+
+    folder = journal.directory(plan)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "readers.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps(entry, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())

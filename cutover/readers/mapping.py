@@ -1,0 +1,54 @@
+"""The mirror's map as a reader's move uses it: each position translated exactly, what has no
+mapping collected (and refused together), and the canary's verdict on the translated positions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cutover.errors import Refused
+from cutover.kafka.clients import DEFAULT_TIMEOUT
+from cutover.mirror import groups
+from cutover.mirror import state as st
+from cutover.mirror.offsetmap import NotYetMirrored
+from cutover.plan import Plan
+from cutover.plan.model import Reader
+from cutover.readers import canary
+
+
+class Mapped:
+    """translate(topic, partition, offset) -> the same record's offset on the target (-1 when unmapped)."""
+
+    def __init__(self, plan: Plan, direction: st.Direction, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.route = st.route(plan, direction)
+        self.timeout = timeout
+        self._tr = groups.translator(self.route, plan, timeout)
+        self.rows: list[dict[str, Any]] = []
+        self.unmapped: list[str] = []
+
+    def __call__(self, topic: str, partition: int, offset: int) -> int:
+        try:
+            target = self._tr.translate((topic, partition), offset)
+        except NotYetMirrored as exc:
+            self.unmapped.append(f"{topic}[{partition}] at {offset}: {exc}")
+            target = -1
+        self.rows.append({"topic": topic, "partition": partition, "source_offset": offset, "target_offset": target})
+        return target
+
+    def refuse_unmapped(self, r: Reader, where: str) -> None:
+        if self.unmapped:
+            raise Refused(f"reader {r.name}: {len(self.unmapped)} position(s) in {where} have no mapping yet: "
+                          + "; ".join(self.unmapped[:5]) + (" ..." if len(self.unmapped) > 5 else ""),
+                          fix="let the mirror copy those partitions (cutover mirror --until-caught-up), or add their "
+                              "topics to the plan's selection; nothing was written")
+
+    def canary(self, rows: list[dict[str, Any]]) -> list[str]:
+        """The rows (next positions to read) whose next record differs between the clusters."""
+        unique = {(row["topic"], row["partition"]): row for row in rows}
+        return canary.differences(self.route.source, self.route.target, list(unique.values()), self.timeout)
+
+    def refuse_canary(self, r: Reader, differences: list[str]) -> None:
+        if differences:
+            raise Refused(f"reader {r.name}: the translated positions point at other records on "
+                          f"{self.route.target.describe()}: " + "; ".join(differences[:3]),
+                          fix="the clusters and the mirror's map disagree (a topic recreated, or written outside the "
+                              "mirror on the target?): check `cutover mirror status`; nothing was written")

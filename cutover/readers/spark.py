@@ -1,0 +1,124 @@
+"""spark-checkpoint readers: a Structured Streaming query's checkpoint, read and moved.
+
+The query's last committed batch N is read from its checkpoint; every Kafka position in it is
+translated (the next record to read on the source cluster -> the same record's offset on the
+target); batch N+1 is added with those positions and a commit, so the stopped query resumes on
+the target cluster at exactly the next record. Nothing existing is changed: the added files can
+be removed to undo it.
+
+A partition the mirror has not copied refuses the whole translation (nothing written). An
+interrupted execution (offsets/N+1 written, its commit not) is finished by the next one when
+offsets/N+1 is exactly what it would write; any other uncommitted batch is refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from cutover.common import iso_z
+from cutover.errors import UsageError
+from cutover.kafka.clients import DEFAULT_TIMEOUT
+from cutover.mirror import state as st
+from cutover.plan import Plan
+from cutover.plan.model import Reader
+from cutover.readers import journal
+from cutover.readers import spark_checkpoint as sc
+from cutover.readers.mapping import Mapped
+
+Mode = Literal["dry-run", "execute", "starting-offsets"]
+Problem = tuple[str, str, str]
+
+
+def local(plan: Plan, path: str | None) -> Path:
+    """A reader's folder: absolute, or relative to the plan."""
+    folder = Path(path or "").expanduser()
+    return folder if folder.is_absolute() else plan.base_dir / folder
+
+
+def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
+    """The query's last committed batch and its positions (a batch in flight is shown, not a problem)."""
+    folder = local(plan, r.checkpoint)
+    entry: dict[str, Any] = {"reader": r.name, "kind": r.kind, "location": str(folder),
+                             "last_committed_batch": None, "in_flight": None, "positions": {}}
+    if not folder.is_dir():
+        return entry, [(r.name, f"reader {r.name}: checkpoint folder {folder} not found",
+                        "set the reader's checkpoint to the query's checkpointLocation")]
+    ck = sc.Checkpoint(folder)
+    try:
+        batch = ck.last_committed()
+    except sc.InFlight:
+        entry["in_flight"] = ck.offsets()[-1]
+        commits = ck.commits()
+        if not commits:
+            return entry, []
+        batch = ck.committed(commits[-1])
+    except sc.CheckpointError as exc:
+        return entry, [(r.name, f"reader {r.name}: {exc.message}", exc.fix or "")]
+    entry["last_committed_batch"] = batch.batch
+    for source in batch.kafka().values():
+        for topic, parts in source.items():
+            entry["positions"].setdefault(topic, {}).update({str(p): o for p, o in sorted(parts.items())})
+    unselected = sorted(t for t in entry["positions"] if not plan.spec.topics.matches(t))
+    if unselected:
+        return entry, [(r.name, f"reader {r.name} reads {', '.join(unselected)}, which the plan's topic selection "
+                        "leaves out: the mirror never copies it, so there is no map to translate through",
+                        f"select {', '.join(unselected)} in topics.include")]
+    return entry, []
+
+
+def _base(ck: sc.Checkpoint, translate: sc.Translate, stateful_ok: bool = False,
+          ) -> tuple[sc.Batch, sc.Batch, bool]:
+    """The last committed batch, the batch it moves to (translated once), and whether that batch is this
+    translation's own, interrupted before its commit."""
+    offsets, commits = ck.offsets(), ck.commits()
+    if offsets and commits and offsets[-1] == commits[-1] + 1:
+        base = ck.committed(commits[-1])
+        planned = sc.moved(base, translate)
+        if ck.read(offsets[-1]) == sc.Batch(planned.batch, planned.metadata, planned.sources):
+            return base, planned, True
+    base = ck.last_committed(stateful_ok)
+    return base, sc.moved(base, translate), False
+
+
+def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
+         timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """Translate a Spark checkpoint's positions; write batch N+1 when `mode` is execute."""
+    folder = local(plan, r.checkpoint)
+    if not folder.is_dir():
+        raise UsageError(f"reader {r.name}: checkpoint folder {folder} not found",
+                         fix="set the reader's checkpoint to the query's checkpointLocation")
+    ck = sc.Checkpoint(folder)
+    head: dict[str, Any] = {"reader": r.name, "kind": r.kind, "direction": direction, "location": str(folder),
+                            "mode": mode, "written": []}
+    done = journal.last(plan, str(folder))
+    commits = ck.commits()
+    if done is not None and done["direction"] == direction and commits and \
+            (done["batch"] in commits or done["batch"] < commits[0]):
+        # The last move already took this query to the target cluster (its batch is there, or Spark has
+        # since purged it; removing it undoes the move): translating its positions again would move
+        # positions that are already there. Nothing to do (a re-run after a crash, or twice).
+        return {**head, "last_committed_batch": commits[-1] if commits else None, "next_batch": done["batch"],
+                "positions": done["positions"], "already_moved": True}
+    mapped = Mapped(plan, direction, timeout)
+    base, batch, resuming = _base(ck, mapped, stateful_ok=mode == "starting-offsets")
+    mapped.refuse_unmapped(r, f"batch {base.batch} of {folder}")
+    rows = sorted(mapped.rows, key=lambda row: (row["topic"], row["partition"]))
+    out: dict[str, Any] = {**head, "last_committed_batch": base.batch, "next_batch": batch.batch, "positions": rows,
+                           "already_moved": False}
+    if mode == "starting-offsets":
+        out["starting_offsets"] = sc.starting_offsets(batch)
+        return out
+    out["canary"] = mapped.canary(rows)  # the record the reader reads next is the same record on both clusters
+    if mode == "dry-run":
+        return out
+    mapped.refuse_canary(r, out["canary"])
+    sink = None if r.sink is None else local(plan, r.sink) / "_spark_metadata"
+    out["written"] = [str(p) for p in sc.write(ck, batch, sink)]
+    out["resumed"] = resuming
+    journal.record(plan, {"at": iso_z(), "reader": r.name, "kind": r.kind, "direction": direction,
+                          "location": str(folder), "phase": "done", "from_batch": base.batch, "batch": batch.batch,
+                          "positions": rows, "written": out["written"],
+                          "undo": "remove the written files: the query then resumes from batch "
+                                  f"{base.batch}'s positions on the source cluster"})
+    return out
