@@ -65,6 +65,18 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def replace_file(path: Path, text: str) -> None:
+    """Write `text` over `path` whole or not at all: a temporary file beside it, fsynced, renamed over it,
+    and the rename made durable."""
+    tmp = path.with_name(f".{path.name}.cutover.tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
 def settled(read: Callable[[], _T], missing: Callable[[_T], list[str]], timeout: float,
             step: float = 0.2) -> tuple[_T, list[str]]:
     """Read until nothing is `missing` from what was read, or `timeout` seconds pass: a KRaft broker answers

@@ -138,8 +138,17 @@ APICURIO_CONNECT = JarSet(
 KAFKA_STREAMS = JarSet("kafka-streams", (f"org.apache.kafka:kafka-streams:{KAFKA_VERSION}",
                                          "org.slf4j:slf4j-simple:1.7.36"))
 
+#: Flink 1.20 with its Kafka connector (3.4.0-1.20, kafka-clients 3.4.0) and the State Processor API: what
+#: reads a flink reader's savepoints (readers/FlinkSavepoint.java), and the tests' real Flink job runs on
+#: (a local MiniCluster). The State Processor API's newest 1.20 release on Maven Central is 1.20.0, so every
+#: Flink module is taken at 1.20.0.
+FLINK_VERSION = "1.20.0"
+FLINK = JarSet("flink", (*(f"org.apache.flink:flink-{m}:{FLINK_VERSION}" for m in (
+    "streaming-java", "clients", "connector-base", "state-processor-api")),
+    "org.apache.flink:flink-connector-kafka:3.4.0-1.20", "org.slf4j:slf4j-simple:1.7.36"))
+
 JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_TOOLS, REST_CATALOG, S3PROXY,
-                                ICEBERG_CONNECT, APICURIO_CONNECT, KAFKA_STREAMS)}
+                                ICEBERG_CONNECT, APICURIO_CONNECT, KAFKA_STREAMS, FLINK)}
 
 
 def properties_text(props: Mapping[str, str]) -> str:

@@ -254,6 +254,12 @@ def render_readers(readers: list[dict[str, Any]]) -> list[str]:
                          f"{r['location']}" + (", RUNNING" if r.get("running") else "")
                          + (f"; stores at {where}" if where else ""))
             continue
+        if r["kind"] == "flink":
+            where = ", ".join(f"{t} {parts}" for t, parts in r["positions"].items())
+            lines.append(f"reader {r['reader']} (flink, source uid {r['source_uid']}): "
+                         + (f"savepoint {r['savepoint']}, next records at {where}" if where else r["note"] or "")
+                         + "".join(f"\n  warning: {w}" for w in r["warnings"]))
+            continue
         where = ", ".join(f"{t} {parts}" for t, parts in r["positions"].items())
         lines.append(f"reader {r['reader']} ({r['kind']}): " + (
             f"batch {r['last_committed_batch']} committed, next records at {where or 'no Kafka source'}"

@@ -13,7 +13,7 @@ from cutover.output import Format, emit, table
 
 @click.group("readers")
 def readers_group() -> None:
-    """Readers whose positions live outside consumer groups (Spark checkpoints, Kafka Streams state), moved exactly."""
+    """Readers whose positions live outside consumer groups (Spark, Kafka Streams, Flink), moved exactly."""
 
 
 def _render(r: dict[str, Any]) -> str:
@@ -22,6 +22,8 @@ def _render(r: dict[str, Any]) -> str:
         return f"{head}: already moved to the target cluster by its last recorded move; nothing to do"
     if r["kind"] == "kafka-streams":
         return _render_streams(head, r)
+    if r["kind"] == "flink":
+        return _render_flink(head, r)
     lines = [f"{head}: checkpoint {r['location']}",
              f"  last committed batch {r['last_committed_batch']}; cutover "
              + ("adds" if r["mode"] == "execute" else "would add") + f" batch {r['next_batch']}"]
@@ -65,6 +67,22 @@ def _render_streams(head: str, r: dict[str, Any]) -> str:
     else:
         lines.append(("finished an interrupted move: " if r.get("resumed") else "done: ")
                      + (", ".join(r["written"] + r["set_aside"]) or "nothing to change"))
+    return "\n".join(lines)
+
+
+def _render_flink(head: str, r: dict[str, Any]) -> str:
+    lines = [f"{head}: savepoint {r['savepoint']}, source uid {r['source_uid']} -> {r['target_uid']}",
+             table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
+                    for p in r["positions"]], ["topic", "partition", "source", "target"]),
+             "  (each the next offset to read)"]
+    lines += _render_canary(r)
+    lines += [f"warning: {w}" for w in r["warnings"]]
+    lines += ["the restarted job's KafkaSource:", *(f"  {line}" for line in r["java"].splitlines())]
+    if r["mode"] == "dry-run":
+        lines.append(f"dry run: nothing written (--execute writes the start file {r['start_file']})")
+    else:
+        lines.append("wrote: " + ", ".join(r["written"]) + (f"; committed to group {r['committed_group']} on the "
+                                                            "target" if r.get("committed_group") else ""))
     return "\n".join(lines)
 
 
@@ -116,6 +134,11 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
     mirror's offset map and written as the next batch (offsets/N+1 and commits/N+1, Spark's own
     format; other sources keep theirs), so the query resumes on the other cluster at the record
     after the last one it wrote. Existing files are never changed.
+
+    A Flink job (stopped with a savepoint into the reader's savepoints folder): its KafkaSource's
+    splits are read from the newest savepoint, translated, and written as the start file the job's
+    restart reads (savepoint, new source uid, offsets for OffsetsInitializer.offsets(map,
+    OffsetResetStrategy.NONE)); with start: committed they are also committed to its group.
 
     A Kafka Streams application (stopped cleanly): with state: rewrite, each task's .checkpoint and
     each store's .position is translated, so the stores carry on without restoring; with state: wipe,

@@ -144,12 +144,20 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
                             f"{where(('readers', names[r.name], 'name')).split(': ', 1)[1]} (fix: give each reader "
                             "its own name)")
         names.setdefault(r.name, i)
-        needs = {"spark-checkpoint": ("checkpoint",), "kafka-streams": ("application_id", "state_dir")}[r.kind]
+        needs = {"spark-checkpoint": ("checkpoint",), "kafka-streams": ("application_id", "state_dir"),
+                 "flink": ("source_uid", "savepoints"), "connect": ("old_url", "new_url", "connectors")}[r.kind]
+        if r.kind == "flink" and r.start == "committed":
+            needs += ("group",)
         for key in needs:
             if getattr(r, key) is None:
                 problems.append(f"{where(('readers', i))}: a {r.kind} reader needs {key} (fix: add "
                                 f"{key}: ... to reader {r.name})")
-        foreign = {"spark-checkpoint": ("application_id", "state_dir"), "kafka-streams": ("checkpoint", "sink")}
+        flink = ("job", "source_uid", "new_source_uid", "savepoints", "start", "group", "reset", "start_file")
+        connect = ("old_url", "new_url", "connectors")
+        foreign = {"spark-checkpoint": ("application_id", "state_dir", *flink, *connect),
+                   "kafka-streams": ("checkpoint", "sink", *flink, *connect),
+                   "flink": ("checkpoint", "sink", "application_id", "state_dir", *connect),
+                   "connect": ("checkpoint", "sink", "application_id", "state_dir", *flink)}
         for key in foreign[r.kind]:
             if getattr(r, key) is not None:
                 problems.append(f"{where(('readers', i, key))}: {key} does not apply to a {r.kind} reader "

@@ -453,7 +453,9 @@ class Reader:
     #: spark-checkpoint: a Spark Structured Streaming query, its Kafka positions in its checkpoint folder.
     #: kafka-streams: a Kafka Streams application, its stores' changelog positions in its state directory
     #: (its input positions are its group's, application.id, which the mirror's group sync moves).
-    kind: Literal["spark-checkpoint", "kafka-streams"]
+    #: flink: a Flink job's KafkaSource, its positions in the job's savepoints.
+    #: connect: a Kafka Connect worker's source connectors, their positions in the worker's offsets topic.
+    kind: Literal["spark-checkpoint", "kafka-streams", "flink", "connect"]
     #: spark-checkpoint: the query's checkpointLocation, a local folder (relative to the plan); it holds
     #: offsets/ and commits/.
     checkpoint: str | None = None
@@ -469,6 +471,34 @@ class Reader:
     #: .position) is translated, so the stores carry on without restoring; wipe: the state is set aside
     #: (kept, renamed) and the stores restore from the target cluster's changelogs.
     state: Literal["rewrite", "wipe"] = "rewrite"
+    #: flink: the job's name (in messages and the start file).
+    job: str | None = None
+    #: flink: the uid of the job's KafkaSource while it runs on the old cluster.
+    source_uid: str | None = None
+    #: flink: the KafkaSource's uid while the job runs on the new cluster (default: source_uid + "-new"). A
+    #: moved job restores every operator's state but its source's, which starts at the translated offsets.
+    new_source_uid: str | None = None
+    #: flink: the folder the job's stop-with-savepoint writes into (relative to the plan); a move reads the
+    #: newest savepoint in it.
+    savepoints: str | None = None
+    #: flink: how the restarted job takes its start offsets. offsets: from the start file
+    #: (OffsetsInitializer.offsets(map, OffsetResetStrategy.NONE)); committed: also committed to `group` on the
+    #: target cluster (OffsetsInitializer.committedOffsets(OffsetResetStrategy.NONE)). Default offsets.
+    start: Literal["offsets", "committed"] | None = None
+    #: flink: the KafkaSource's group.id (needed by start: committed).
+    group: str | None = None
+    #: flink: the OffsetResetStrategy the job's initializer carries: none, earliest (Flink's default) or latest.
+    #: Anything but none lets an out-of-range start silently rewind or skip: plan check warns.
+    reset: Literal["none", "earliest", "latest"] | None = None
+    #: flink: where a move writes the start file the restarted job reads (relative to the plan; default
+    #: cutover-start.json in the savepoints folder).
+    start_file: str | None = None
+    #: connect: the old cluster's Connect worker's REST URL.
+    old_url: str | None = None
+    #: connect: the new cluster's Connect worker's REST URL.
+    new_url: str | None = None
+    #: connect: the source connectors whose offsets must be the same on both workers.
+    connectors: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cutover.common import fsync_dir, iso_z
+from cutover.common import fsync_dir, iso_z, replace_file
 from cutover.errors import Refused, UsageError
 from cutover.kafka import offsets
 from cutover.kafka.clients import DEFAULT_TIMEOUT
@@ -167,7 +167,7 @@ def _carry_out(plan: Plan, r: Reader, sd: ss.StateDir, out: dict[str, Any], entr
         if now != texts["before"]:
             raise Refused(f"reader {r.name}: {path} changed since this move was planned (the application ran?)",
                           fix=f"check {path}; the planned texts are in the journal's readers.jsonl")
-        ss.replace(path, texts["after"])
+        replace_file(path, texts["after"])
         out["written"].append(name)
     for name, aside in entry.get("folders", {}).items():
         src, dst = Path(name), Path(aside)

@@ -24,13 +24,11 @@ Pure file logic: the translation comes in as a function.
 from __future__ import annotations
 
 import fcntl
-import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cutover.common import fsync_dir
 from cutover.errors import Refused
 
 #: translate(topic, partition, offset): the offset on the other cluster of the next record to read.
@@ -162,13 +160,3 @@ def topics(files: list[PositionsFile]) -> Iterator[str]:
     return iter(sorted({t for f in files for t, _p, _o in f.entries}))
 
 
-def replace(path: Path, text: str) -> None:
-    """Write `text` over `path` whole or not at all, as Kafka Streams writes its own: a temporary file,
-    fsynced, renamed over it."""
-    tmp = path.with_name(path.name + ".cutover.tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)

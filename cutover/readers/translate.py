@@ -15,10 +15,13 @@ from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
 from cutover.plan import Plan
 from cutover.plan.model import Reader
-from cutover.readers import journal, spark, streams
+from cutover.readers import flink, journal, spark, streams
 from cutover.readers.spark import Mode, Problem
 
 __all__ = ["Mode", "move", "positions", "reader", "status"]
+
+#: Each kind's module: position(plan, reader) and move(plan, reader, direction, mode, timeout).
+_KINDS: dict[str, Any] = {"spark-checkpoint": spark, "kafka-streams": streams, "flink": flink}
 
 
 def reader(plan: Plan, name: str) -> Reader:
@@ -38,7 +41,7 @@ def positions(plan: Plan) -> tuple[list[dict[str, Any]], list[Problem]]:
     out: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for r in plan.spec.readers:
-        entry, found = (spark.position if r.kind == "spark-checkpoint" else streams.position)(plan, r)
+        entry, found = _KINDS[r.kind].position(plan, r)
         out.append(entry)
         problems += found
     return out, problems
@@ -47,7 +50,8 @@ def positions(plan: Plan) -> tuple[list[dict[str, Any]], list[Problem]]:
 def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
          timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Move one reader's positions (`mode` execute writes; dry-run and starting-offsets only say)."""
-    return (spark.move if r.kind == "spark-checkpoint" else streams.move)(plan, r, direction, mode, timeout)
+    moved: dict[str, Any] = _KINDS[r.kind].move(plan, r, direction, mode, timeout)
+    return moved
 
 
 def status(plan: Plan) -> list[dict[str, Any]]:
@@ -60,5 +64,5 @@ def status(plan: Plan) -> list[dict[str, Any]]:
         last = moves[-1] if moves else None
         on = "old" if last is None or last.get("direction") == "reverse" else "new"
         out.append({**entry, "on": on, "last_move": None if last is None else {
-            k: last.get(k) for k in ("at", "direction", "from_batch", "batch", "positions")}})
+            k: last.get(k) for k in ("at", "direction", "from_batch", "batch", "positions", "savepoint")}})
     return out

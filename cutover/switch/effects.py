@@ -60,6 +60,8 @@ class Live:
         self._drained: dict[st.Direction, dict[tuple[str, int], int]] = {}
 
     def hook(self, event: str, **context: str | None) -> Detail | None:
+        if context.get("reader"):
+            context.update(_reader_context(self.plan, str(context["reader"])))
         env = hooks.environment(self.plan, **{"action": self.action, "run": self.run, "step": self.step,
                                               "event": event, "active": routing.active(self.plan), **context})
         done = hooks.run(self.plan, event, env, float(self.plan.spec.switch.hook_timeout))
@@ -358,11 +360,27 @@ class DryRun:
                     "set its task folders aside, so its stores restore from the changelogs")
             return self._would(f"reader {reader.name}: in its state folder {where}, {what} to the {target} cluster "
                                "(its group moves with the group sync)")
+        if reader.kind == "flink":
+            return self._would(f"reader {reader.name}: read its KafkaSource's splits from the newest savepoint in "
+                               f"{where} (the stop_reader hook takes it), translate them exactly to the {target} "
+                               "cluster, check the next record is the same on both, and write the start file"
+                               + (f" and commit them to group {reader.group}" if reader.start == "committed" else ""))
         at = (f" (now: batch {now['last_committed_batch']} committed, next records at {now['positions']})"
               if now is not None and now["last_committed_batch"] is not None else "")
         return self._would(f"reader {reader.name}: read the last committed batch of {where}"
                            f"{at}, translate its Kafka positions exactly to the {target} cluster, check the next "
                            "record is the same on both, and add it as the next committed batch")
+
+
+def _reader_context(plan: Plan, name: str) -> dict[str, str | None]:
+    """What a reader's stop and start hooks need beyond its name: a flink reader's savepoint folder (where
+    stop-with-savepoint writes: CUTOVER_SAVEPOINTS) and the start file a move wrote (CUTOVER_START_FILE)."""
+    from cutover.readers import flink, spark
+
+    r = next(r for r in plan.spec.readers if r.name == name)
+    if r.kind != "flink":
+        return {}
+    return {"savepoints": str(spark.local(plan, r.savepoints)), "start_file": str(flink.start_file(plan, r))}
 
 
 def _write_canonical(plan: Plan, pair: TablePair, timeout: float) -> int:

@@ -7,11 +7,10 @@ Contents: {"active": "old"|"new", "bootstrap.servers": ..., "plan": ..., "change
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from cutover.common import fsync_dir, iso_z
+from cutover.common import iso_z, replace_file
 from cutover.errors import CutoverError
 from cutover.plan import ClusterSide, Plan
 
@@ -51,12 +50,5 @@ def write(plan: Plan, side: ClusterSide, run: str) -> dict[str, Any] | None:
     body = {"active": side, "bootstrap.servers": plan.cluster(side).get("bootstrap.servers", ""),
             "plan": plan.name, "changed_at": iso_z(), "run": run}
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp")
-    with tmp.open("w") as f:
-        json.dump(body, f, indent=2, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, p)
-    fsync_dir(p.parent)
+    replace_file(p, json.dumps(body, indent=2, sort_keys=True) + "\n")
     return body

@@ -208,6 +208,15 @@ def render(s: dict[str, Any]) -> str:
                              f"{p['topic']}[{p['partition']}] {p['offset']} -> {p['target']}"
                              for p in move["positions"]) or "state set aside")))
             continue
+        if rd["kind"] == "flink":
+            where = ", ".join(f"{t} {parts}" for t, parts in rd["positions"].items()) or rd["note"] or ""
+            lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, source uid {rd['source_uid']}, newest "
+                         f"savepoint {rd['savepoint']}: {where}"
+                         + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (from "
+                            f"{move['savepoint']}: " + ", ".join(
+                                f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}"
+                                for p in move["positions"]) + ")"))
+            continue
         where = ", ".join(f"{t} {parts}" for t, parts in rd["positions"].items()) or "no position"
         lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, batch {rd['last_committed_batch']}: {where}"
                      + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (batch "

@@ -78,8 +78,11 @@ def _move_reader(r: Reader, direction: Direction) -> Step:
     def act(fx: Effects) -> Detail:
         stopped = fx.hook("stop_reader", reader=r.name, cluster=side)
         return _all(fx.move_reader(r, direction), {"hook": stopped})
+    into = {"spark-checkpoint": "into its checkpoint as the next batch",
+            "kafka-streams": "into its stores' checkpoint files (or set its state aside)",
+            "flink": "from its savepoint into the start file its restart reads"}[r.kind]
     return Step(f"move-reader:{r.name}", f"stop reader {r.name} (hook stop_reader); write its positions, translated "
-                f"exactly to the {target} cluster, into its checkpoint as the next batch", act)
+                f"exactly to the {target} cluster, {into}", act)
 
 
 def _start_reader(r: Reader, side: ClusterSide) -> Step:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,9 +14,10 @@ import pytest
 
 from cutover import jvm
 from cutover.local.sandbox import Sandbox
-from cutover.plan import Plan, derive
+from cutover.plan import Plan
 from cutover.shadow.source import java_properties
 from tests.conftest import cutover, wait_for
+from tests.integration.app_process import AppProcess, reader_plan
 from tests.integration.kafka_util import create_topic, produce, read_all
 
 pytestmark = pytest.mark.slow  # four runs of a Streams application, a promote and a rollback
@@ -27,37 +26,26 @@ APP = Path(__file__).parent / "apps" / "WordCount.java"
 WORDS = ["ant", "bee", "cat", "dog", "eel", "fox", "gnu"]
 
 
-class App:
-    """One run of the word count on one cluster; its JSON events kept as they come."""
+class App(AppProcess):
+    """One run of the word count on one cluster."""
 
     def __init__(self, plan: Plan, side: str, app_id: str, state: Path, topics: tuple[str, str], tmp: Path) -> None:
         props = tmp / f"{side}.properties"
         props.write_text("".join(f"{k}={v}\n" for k, v in java_properties(side, plan.cluster(side)).items()))
         classpath = ":".join(str(p) for p in jvm.resolve(jvm.KAFKA_STREAMS))
-        self.events: list[dict[str, Any]] = []
-        self.log = tmp / f"app-{side}.log"
-        with self.log.open("ab") as err:
-            self.proc = subprocess.Popen([jvm.java(), "-cp", classpath, str(APP), str(props), app_id, str(state),
-                                          *topics], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                         text=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        super().__init__([jvm.java(), "-cp", classpath, str(APP), str(props), app_id, str(state), *topics],
+                         tmp / f"app-{side}.log")
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith("{"):
-                self.events.append(json.loads(line))
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.lines
 
     def restored(self) -> int:
         return sum(e["records"] for e in self.events if e["event"] == "restored")
 
     def close(self) -> None:
         """Close it cleanly (its stdin ends): it commits, writes its checkpoints and leaves."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        assert self.proc.wait(120) == 0, self.log.read_text()[-3000:]
-        self._reader.join(30)  # its stdout ended: every event is read
+        self.end(timeout=120)
         # "closed" follows close(); the state listener's NOT_RUNNING may come from another thread after it
         assert {"event": "closed"} in self.events, self.events[-5:]
 
@@ -83,8 +71,7 @@ def _counts(props: dict[str, str], topic: str) -> dict[str, int]:
 
 def _counted(app: App, props: dict[str, str], topic: str, want: Counter[str]) -> None:
     def done() -> bool:
-        assert app.proc.poll() is None, app.log.read_text()[-3000:]
-        return _counts(props, topic) == dict(want)
+        return app.running() and _counts(props, topic) == dict(want)
     wait_for(done, 180, f"the word count to reach {dict(want)}", interval=1)
 
 
@@ -101,15 +88,8 @@ def test_a_streams_application_moves_with_its_stores_and_counts_every_word_once(
     for t in topics:
         create_topic(old, t, 2)
     log = tmp_path / "hooks.log"
-    hooks = {"stop_reader": _script(tmp_path / "stop", f'echo "stop $CUTOVER_READER $CUTOVER_CLUSTER" >> "{log}"\n'),
-             "start_reader": _script(tmp_path / "start", f'echo "start $CUTOVER_READER $CUTOVER_ACTIVE" >> "{log}"\n')}
-    plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
-                       topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
-                       mirror={"group_sync_interval": "1s"}, gates={"quiet_period": "2s"},
-                       switch={"journal_dir": str(tmp_path / "journal"), "quiet_timeout": "60s"},
-                       routing={"file": str(tmp_path / "routing.json")}, hooks=hooks, tables=[],
-                       readers=[{"name": "word-count", "kind": "kafka-streams", "application_id": app_id,
-                                 "state_dir": str(state)}]).file
+    plan_file = reader_plan(sandbox.plan_file, tmp_path, ns, {
+        "name": "word-count", "kind": "kafka-streams", "application_id": app_id, "state_dir": str(state)})
     want = _lines(old, topics[0], "1", 60)
 
     # Killed under exactly-once: its tasks have store data and no checkpoint. Refused, nothing changed.
@@ -163,11 +143,5 @@ def test_a_streams_application_moves_with_its_stores_and_counts_every_word_once(
     moves = [json.loads(line) for line in (tmp_path / "journal" / ns / "readers.jsonl").read_text().splitlines()]
     assert [(m["direction"], m["phase"]) for m in moves] == [("forward", "planned"), ("forward", "done"),
                                                              ("reverse", "planned"), ("reverse", "done")]
-    assert log.read_text().splitlines() == ["stop word-count old", "start word-count new", "stop word-count new",
-                                            "start word-count old"]
-
-
-def _script(path: Path, body: str) -> str:
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
-    return str(path)
+    assert log.read_text().splitlines() == ["stop old word-count", "start new word-count", "stop new word-count",
+                                            "start old word-count"]

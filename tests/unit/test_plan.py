@@ -266,6 +266,19 @@ def test_readers_are_checked_each_with_its_line(tmp_path: Path) -> None:
     assert "plan.yaml:5: readers[0]: a spark-checkpoint reader needs checkpoint" in text, text
     assert "plan.yaml:6: readers[1]: a kafka-streams reader needs state_dir" in text
     assert "plan.yaml:6: readers[1].checkpoint: checkpoint does not apply to a kafka-streams reader" in text
+    got = problems(tmp_path, MINIMAL + """readers:
+  - {name: f, kind: flink, savepoints: sp, start: committed, state_dir: st}
+  - {name: c, kind: connect, old_url: "http://127.0.0.1:8083", connectors: [files], source_uid: s}
+""")
+    text = "\n".join(got)
+    assert "plan.yaml:5: readers[0]: a flink reader needs source_uid" in text, text
+    assert "plan.yaml:5: readers[0]: a flink reader needs group" in text  # start: committed commits to it
+    assert "plan.yaml:5: readers[0].state_dir: state_dir does not apply to a flink reader" in text
+    assert "plan.yaml:6: readers[1]: a connect reader needs new_url" in text
+    assert "plan.yaml:6: readers[1].source_uid: source_uid does not apply to a connect reader" in text
+    assert problems(tmp_path, MINIMAL + "readers:\n  - {name: f, kind: flink, source_uid: u, savepoints: sp, "
+                    "reset: never}\n")[0].endswith("readers[0].reset: expected one of 'none', 'earliest', 'latest', "
+                                                   "found str 'never'")
     assert problems(tmp_path, MINIMAL + "readers:\n  - {name: t, kind: kafka-streams, state_dir: st, state: keep}\n"
                     )[0].endswith("plan.yaml:5: readers[0].state: expected one of 'rewrite', 'wipe', found str 'keep'")
     got = problems(tmp_path, MINIMAL + """readers:
