@@ -39,7 +39,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from cutover.common import TP, iso_z
-from cutover.errors import CutoverError
+from cutover.errors import CutoverError, UnreachableError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
 from cutover.kafka.offsets import log_offsets, wait_all
 from cutover.mirror.offsetmap import Gap, PartitionMap, Segment
@@ -620,7 +620,15 @@ def _stable_ends(ref: ClusterRef, topics: list[str], timeout: float, client: Any
     deadline = time.monotonic() + max(OPEN_TRANSACTION_WAIT, timeout)
     said = time.monotonic()
     while True:
-        stable = log_offsets(ref, [(t, 0) for t in topics], "end", timeout, client)
+        try:
+            stable = log_offsets(ref, [(t, 0) for t in topics], "end", timeout, client)
+        except UnreachableError:
+            # A broker restarting (a rolling restart) can take longer than one call's timeout to hand its
+            # partitions over, and the open transaction may be what waits for it: ask again while the wait lasts.
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+            continue
         behind = {t: (stable[(t, 0)], goals[t]) for t in topics if stable[(t, 0)] < goals[t]}
         if not behind:
             return goals
