@@ -29,6 +29,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from cutover.drill import codec
 from cutover.drill.codec import Codec
+from cutover.errors import CutoverError
 from cutover.kafka.offsets import again_while_transient
 from cutover.plan import Plan
 from cutover.switch import routing
@@ -87,6 +88,11 @@ class _Worker:
         if self._thread:
             self._thread.join(60)
         (self.ctl / f"{self.role}.running").unlink(missing_ok=True)
+        if self._thread and self._thread.is_alive():
+            # still in a send or a transaction: what it sends next would not be in what the checks count
+            raise CutoverError(f"the drill's {self.role} did not stop within 60s (a send or a transaction is stuck)",
+                               fix="read the drill's log for the cluster's errors; the checks after this step "
+                                   "would count its records wrongly")
 
     def _run(self) -> None:
         raise NotImplementedError

@@ -166,6 +166,23 @@ def log_offsets(ref: ClusterRef, tps: Iterable[TP], which: str = "end",
     return {(tp.topic, tp.partition): info.offset for tp, info in done.items()}
 
 
+def undecided(ref: ClusterRef, tps: Iterable[TP], wait: float, timeout: float = DEFAULT_TIMEOUT,
+              ) -> dict[TP, tuple[int, int]]:
+    """Wait up to `wait` seconds until no transaction open now can still add records below the partitions'
+    current ends: each one's last stable offset reaches the high watermark seen at the start. A transaction
+    committed a moment ago counts too: Kafka answers the commit before it writes the markers that make its
+    records readable. What is still undecided after `wait`: {tp: (last stable offset, high watermark)}."""
+    tps = list(tps)
+    goals = log_offsets(ref, tps, "high", timeout)
+    deadline = time.monotonic() + wait
+    while True:
+        stable = log_offsets(ref, tps, "end", timeout)
+        behind = {tp: (stable[tp], goals[tp]) for tp in tps if stable[tp] < goals[tp]}
+        if not behind or time.monotonic() > deadline:
+            return behind
+        time.sleep(0.2)
+
+
 @dataclass(frozen=True)
 class GroupInfo:
     group: str

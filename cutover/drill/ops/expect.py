@@ -11,7 +11,7 @@ from cutover.drill.context import Drill
 from cutover.drill.ops.base import Detail, ExpectationFailed, NoArgs, deadline, need_traffic, op
 from cutover.drill.ops.pipeline import run_verify
 from cutover.errors import CutoverError
-from cutover.plan import ClusterSide
+from cutover.plan import ClusterSide, Plan
 from cutover.plan.schema import Duration
 
 
@@ -73,8 +73,10 @@ def _exactly_once(d: Drill, a: ExactlyOnceArgs) -> Detail:
         have = Counter({k: n for k, n in _found(d, a, traffic.topics).items() if traffic.mine(k[1])})
         lost, dup = want - have, Counter({k: n - 1 for k, n in have.items() if n > 1})
         extra = Counter({k: n for k, n in have.items() if k not in want})
+        where = {(s.topic, s.seq): f"{s.cluster} {s.topic}[{s.partition}]@{s.offset}" for s in traffic.sent}
         found[:] = [f"{sum(lost.values())} records lost, {sum(dup.values())} duplicated, {sum(extra.values())} "
-                    f"never sent (e.g. lost {sorted(lost)[:3]}, duplicated {sorted(dup)[:3]})"]
+                    f"never sent (e.g. lost {[f'seq {k[1]} (sent to {where[k]})' for k in sorted(lost)[:3]]}, "
+                    f"duplicated {sorted(dup)[:3]})"]
         return not (lost or dup or extra)
 
     try:
@@ -91,20 +93,33 @@ def _found(d: Drill, a: ExactlyOnceArgs, topics: list[str]) -> Counter[tuple[str
         return Counter((s.topic, s.seq) for s in d.consumer.seen)
     if a.where == "tables":
         return _table_seqs(d, a.table)
-    return _topic_seqs(d, a.where, topics)
+    return topic_seqs(d.plan, a.where, topics)
 
 
-def _topic_seqs(d: Drill, side: ClusterSide, topics: list[str]) -> Counter[tuple[str, int]]:
+#: How long a check waits for the transactions open (or just committed) on the topics it reads to be decided.
+DECIDED_WAIT = 60.0
+
+
+def topic_seqs(plan: Plan, side: ClusterSide, topics: list[str]) -> Counter[tuple[str, int]]:
+    """Each sample record's (topic, seq) on a cluster, counted, once every transaction open when asked is
+    decided: records a transaction is still writing (or whose commit markers are not written yet) are
+    neither counted lost nor there."""
     from cutover.kafka.clients import ClusterRef
     from cutover.kafka.inspect import partition_counts
-    from cutover.kafka.offsets import committed_records, log_offsets
+    from cutover.kafka.offsets import committed_records, log_offsets, undecided
 
-    ref = ClusterRef.of(d.plan, side)
+    ref = ClusterRef.of(plan, side)
     counts = partition_counts(ref)
     tps = [(t, p) for t in topics for p in range(counts.get(t, 0))]
+    still = undecided(ref, tps, DECIDED_WAIT)
+    if still:
+        (t, p), (lso, hw) = next(iter(still.items()))
+        raise ExpectationFailed(f"{side}: a transaction stayed open for {DECIDED_WAIT:.0f}s on {len(still)} "
+                                f"partition(s), e.g. {t}[{p}] (offsets {lso}..{hw - 1} undecided): its records "
+                                "can be counted neither lost nor there")
     starts = log_offsets(ref, tps, "start")
     out: Counter[tuple[str, int]] = Counter()
-    encoding = codec.for_cluster(d.plan, side)
+    encoding = codec.for_cluster(plan, side)
     for msg in committed_records(ref, [(t, p, starts[(t, p)]) for t, p in tps], f"reading {', '.join(topics)}",
                                  group="cutover-drill-reader"):
         out[(str(msg.topic()), encoding.decode(str(msg.topic()), msg.value())["seq"])] += 1
