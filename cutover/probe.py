@@ -254,6 +254,11 @@ def render_readers(readers: list[dict[str, Any]]) -> list[str]:
                          f"{r['location']}" + (", RUNNING" if r.get("running") else "")
                          + (f"; stores at {where}" if where else ""))
             continue
+        if r["kind"] == "connect":
+            held = ", ".join(f"{c} ({len(o)} partition(s))" for c, o in r["connectors"].items())
+            lines.append(f"reader {r['reader']} (connect, worker {r['worker']}): "
+                         + (f"{r['offsets_topic']} holds offsets of {held}" if held else r["note"] or ""))
+            continue
         if r["kind"] == "flink":
             where = ", ".join(f"{t} {parts}" for t, parts in r["positions"].items())
             lines.append(f"reader {r['reader']} (flink, source uid {r['source_uid']}): "

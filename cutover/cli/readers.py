@@ -24,6 +24,13 @@ def _render(r: dict[str, Any]) -> str:
         return _render_streams(head, r)
     if r["kind"] == "flink":
         return _render_flink(head, r)
+    if r["kind"] == "connect":
+        lines = [f"{head}: {r['offsets_topic']}, the {r['source_worker']} worker's connectors stopped"]
+        lines += [f"  {c}: {len(o)} partition(s), the same on both clusters: {o}" for c, o in r["connectors"].items()]
+        lines.append("dry run: nothing recorded (--execute records them, for the check on the target's worker)"
+                     if r["mode"] == "dry-run" else f"recorded: once {r['target_worker']} runs, each connector's "
+                     "offsets there (KIP-875) must be these")
+        return "\n".join(lines)
     lines = [f"{head}: checkpoint {r['location']}",
              f"  last committed batch {r['last_committed_batch']}; cutover "
              + ("adds" if r["mode"] == "execute" else "would add") + f" batch {r['next_batch']}"]
@@ -139,6 +146,10 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
     splits are read from the newest savepoint, translated, and written as the start file the job's
     restart reads (savepoint, new source uid, offsets for OffsetsInitializer.offsets(map,
     OffsetResetStrategy.NONE)); with start: committed they are also committed to its group.
+
+    Kafka Connect source connectors (stopped): their offsets in the workers' offsets topic must be
+    the same on both clusters (the mirror copies it); recorded, so the switch checks them on the
+    target's worker (KIP-875) once it runs.
 
     A Kafka Streams application (stopped cleanly): with state: rewrite, each task's .checkpoint and
     each store's .position is translated, so the stores carry on without restoring; with state: wipe,

@@ -123,6 +123,12 @@ class Connect:
         self._until(lambda: self.state(name) is None, timeout, f"connector {name} deleted")
         return True
 
+    def offsets(self, name: str) -> list[dict[str, Any]] | None:
+        """A connector's committed offsets (KIP-875, Connect 3.6+): [{partition, offset}]; None when there is
+        no such connector."""
+        answer = self._call("GET", f"/connectors/{name}/offsets", missing_ok=True)
+        return None if answer is _MISSING else list(answer.get("offsets") or [])
+
     def restart(self, name: str) -> None:
         self._call("POST", f"/connectors/{name}/restart?includeTasks=true&onlyFailed=true")
 

@@ -45,6 +45,9 @@ class ConnectSpec:
     #: The sandbox cluster it runs on: "old" or "new".
     cluster: str
     version: str = jvm.KAFKA_VERSION
+    #: The Connect cluster's group and its config, offsets and status topics.
+    group: str = WORKER_GROUP
+    topics: tuple[str, str, str] = INTERNAL_TOPICS
 
     @property
     def title(self) -> str:
@@ -67,10 +70,10 @@ def worker_properties(spec: ConnectSpec, client: dict[str, str]) -> dict[str, st
     """The worker's settings; `client` is the cluster's Java client properties (bootstrap first)."""
     props = {
         **client,
-        "group.id": WORKER_GROUP,
-        "config.storage.topic": INTERNAL_TOPICS[0],
-        "offset.storage.topic": INTERNAL_TOPICS[1],
-        "status.storage.topic": INTERNAL_TOPICS[2],
+        "group.id": spec.group,
+        "config.storage.topic": spec.topics[0],
+        "offset.storage.topic": spec.topics[1],
+        "status.storage.topic": spec.topics[2],
         # the broker's default replication (3 on a three-broker sandbox cluster, else 1)
         "config.storage.replication.factor": "-1",
         "offset.storage.replication.factor": "-1",
@@ -100,15 +103,20 @@ def worker_properties(spec: ConnectSpec, client: dict[str, str]) -> dict[str, st
     return props
 
 
-def start(spec: ConnectSpec, client: dict[str, str]) -> int:
-    """Start the worker on its cluster; the PID once its REST listener answers."""
+def command(spec: ConnectSpec, client: dict[str, str],
+            plugins: tuple[jvm.JarSet, ...] = (jvm.ICEBERG_CONNECT, jvm.APICURIO_CONNECT)) -> list[str]:
+    """The worker's command line, its properties file written (private: it may hold a password)."""
     spec.folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it may hold a password
+    fd = os.open(spec.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(jvm.properties_text(worker_properties(spec, client)))
-    jars = jvm.resolve(jvm.ICEBERG_CONNECT) + jvm.resolve(jvm.APICURIO_CONNECT)
-    classpath = ":".join(str(j) for j in jars)
-    cmd = [jvm.java(), "-Xms128m", "-Xmx768m", *jvm.LEAN, "-cp", classpath, MAIN_CLASS, str(spec.config_file)]
+    classpath = ":".join(str(j) for s in plugins for j in jvm.resolve(s))
+    return [jvm.java(), "-Xms128m", "-Xmx768m", *jvm.LEAN, "-cp", classpath, MAIN_CLASS, str(spec.config_file)]
+
+
+def start(spec: ConnectSpec, client: dict[str, str]) -> int:
+    """Start the worker on its cluster; the PID once its REST listener answers."""
+    cmd = command(spec, client)
     # S3-compatible storage (the sandbox's s3proxy) takes no checksums of the AWS SDK's newer default
     env = {**os.environ, **S3_COMPAT_ENV}
     return broker.start_command(spec, cmd, env, lambda log: "Kafka Connect started" in log, READY_TIMEOUT)

@@ -153,7 +153,7 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
                 problems.append(f"{where(('readers', i))}: a {r.kind} reader needs {key} (fix: add "
                                 f"{key}: ... to reader {r.name})")
         flink = ("job", "source_uid", "new_source_uid", "savepoints", "start", "group", "reset", "start_file")
-        connect = ("old_url", "new_url", "connectors")
+        connect = ("old_url", "new_url", "connectors", "offsets_topic")
         foreign = {"spark-checkpoint": ("application_id", "state_dir", *flink, *connect),
                    "kafka-streams": ("checkpoint", "sink", *flink, *connect),
                    "flink": ("checkpoint", "sink", "application_id", "state_dir", *connect),

@@ -499,6 +499,8 @@ class Reader:
     new_url: str | None = None
     #: connect: the source connectors whose offsets must be the same on both workers.
     connectors: list[str] | None = None
+    #: connect: the workers' offset.storage.topic (select it, with their config and status topics).
+    offsets_topic: str | None = None
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ def find(plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
                                  + (f"; declared: {', '.join(declared)}" if declared else "")))
     streams_apps = {r.application_id for r in plan.spec.readers if r.kind == "kafka-streams"}
     found += [f for f in _streams(topics, groups, infos) if f.name not in streams_apps]
-    found += _connect(topics)
+    connect_topics = {r.offsets_topic or "connect-offsets" for r in plan.spec.readers if r.kind == "connect"}
+    found += _connect(topics, connect_topics)
     selected = plan.spec.topics.matches
     for g, read in readers(ref, [g for g in groups if not g.startswith(SPARK_PREFIX)], selected, timeout).items():
         committed = {t for t, _p in infos[g].offsets}
@@ -92,7 +93,8 @@ def _streams(topics: list[str], groups: list[str], infos: dict[str, Any]) -> lis
     return out
 
 
-def _connect(topics: list[str]) -> list[Finding]:
+def _connect(topics: list[str], declared: set[str]) -> list[Finding]:
+    """A worker's three internal topics, unless a connect reader declares its offsets topic."""
     by_prefix: dict[str, dict[str, str]] = {}
     for t in topics:
         m = _CONNECT.match(t)
@@ -101,9 +103,11 @@ def _connect(topics: list[str]) -> list[Finding]:
             by_prefix.setdefault(m.group("prefix"), {})[kind] = t
     out = []
     for prefix, kinds in sorted(by_prefix.items()):
-        if {"config", "offset", "status"} <= set(kinds):  # a worker's three topics, not one look-alike name
+        if {"config", "offset", "status"} <= set(kinds) and kinds["offset"] not in declared:  # not a look-alike
             names = ", ".join(kinds[k] for k in ("config", "offset", "status"))
             out.append(Finding("connect", prefix or "connect", f"Kafka Connect's internal topics {names}",
-                               "select the three topics so the mirror copies them exactly: source connectors "
-                               "keep their positions in the offsets topic; sink connectors follow their groups"))
+                               "select the three topics so the mirror copies them exactly, and declare the source "
+                               "connectors under readers (kind connect, the workers' URLs, offsets_topic "
+                               f"{kinds['offset']}): the switch checks their offsets on both clusters and on the new "
+                               "worker; sink connectors follow their groups"))
     return out

@@ -117,6 +117,9 @@ def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
     if sp is None:
         entry["note"] = "no savepoint yet: the stop_reader hook takes one"
         return entry, []
+    if jvm.cached(jvm.FLINK) is None:  # plan check and status fetch nothing: the first move does
+        entry["note"] = f"newest savepoint {sp.name}: its splits are read at the move (Flink's jars not fetched yet)"
+        return entry, []
     try:
         found = _cached_splits(plan, sp, uid(r, on))
     except SavepointError as exc:

@@ -13,15 +13,15 @@ from typing import Any
 from cutover.errors import UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
-from cutover.plan import Plan
+from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
-from cutover.readers import flink, journal, spark, streams
+from cutover.readers import connect, flink, journal, spark, streams
 from cutover.readers.spark import Mode, Problem
 
 __all__ = ["Mode", "move", "positions", "reader", "status"]
 
 #: Each kind's module: position(plan, reader) and move(plan, reader, direction, mode, timeout).
-_KINDS: dict[str, Any] = {"spark-checkpoint": spark, "kafka-streams": streams, "flink": flink}
+_KINDS: dict[str, Any] = {"spark-checkpoint": spark, "kafka-streams": streams, "flink": flink, "connect": connect}
 
 
 def reader(plan: Plan, name: str) -> Reader:
@@ -52,6 +52,12 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     """Move one reader's positions (`mode` execute writes; dry-run and starting-offsets only say)."""
     moved: dict[str, Any] = _KINDS[r.kind].move(plan, r, direction, mode, timeout)
     return moved
+
+
+def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any] | None:
+    """After a reader's start hook: whether it resumed where it was moved to (connect: each source connector's
+    offsets on the worker, through KIP-875); None for the kinds whose files are their proof."""
+    return connect.started(plan, r, side, timeout) if r.kind == "connect" else None
 
 
 def status(plan: Plan) -> list[dict[str, Any]]:

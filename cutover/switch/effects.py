@@ -37,6 +37,7 @@ class Effects(Protocol):
     def hand_over(self, pair: TablePair) -> Detail: ...
     def hand_back(self, pair: TablePair) -> Detail: ...
     def move_reader(self, reader: Reader, direction: st.Direction) -> Detail: ...
+    def reader_started(self, reader: Reader, side: ClusterSide) -> Detail | None: ...
     def registry(self, direction: st.Direction, stage: str) -> Detail: ...
     def final_verify(self) -> Detail: ...
     def retire_mirrors(self) -> Detail: ...
@@ -180,6 +181,11 @@ class Live:
         from cutover.readers import translate
 
         return translate.move(self.plan, reader, direction, "execute", self.timeout)
+
+    def reader_started(self, reader: Reader, side: ClusterSide) -> Detail | None:
+        from cutover.readers import translate
+
+        return translate.started(self.plan, reader, side, self.timeout)
 
     def registry(self, direction: st.Direction, stage: str) -> Detail:
         return (schemas.prepare if stage == "prepare" else schemas.final)(self.plan, direction, self.timeout)
@@ -349,6 +355,12 @@ class DryRun:
         return self._would(f"{pair.old}: translate the table's new-cluster positions back and stamp them for "
                            "the old writer")
 
+    def reader_started(self, reader: Reader, side: ClusterSide) -> Detail | None:
+        if reader.kind != "connect":
+            return None
+        return self._would(f"reader {reader.name}: check, through KIP-875, that each of "
+                           f"{', '.join(reader.connectors or [])} has the moved offsets on the {side} worker")
+
     def move_reader(self, reader: Reader, direction: st.Direction) -> Detail:
         from cutover.readers import translate
 
@@ -360,6 +372,11 @@ class DryRun:
                     "set its task folders aside, so its stores restore from the changelogs")
             return self._would(f"reader {reader.name}: in its state folder {where}, {what} to the {target} cluster "
                                "(its group moves with the group sync)")
+        if reader.kind == "connect":
+            topic = reader.offsets_topic or "connect-offsets"
+            return self._would(f"reader {reader.name}: check that the {target} cluster's {topic} holds the same "
+                               f"latest offsets of {', '.join(reader.connectors or [])} as the other's, and that "
+                               "they stopped")
         if reader.kind == "flink":
             return self._would(f"reader {reader.name}: read its KafkaSource's splits from the newest savepoint in "
                                f"{where} (the stop_reader hook takes it), translate them exactly to the {target} "

@@ -208,6 +208,11 @@ def render(s: dict[str, Any]) -> str:
                              f"{p['topic']}[{p['partition']}] {p['offset']} -> {p['target']}"
                              for p in move["positions"]) or "state set aside")))
             continue
+        if rd["kind"] == "connect":
+            held = ", ".join(f"{c} {o}" for c, o in rd["connectors"].items()) or rd["note"] or ""
+            lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, worker {rd['worker']}: {held}"
+                         + ("" if move is None else f"; last moved {move['direction']} at {move['at']}"))
+            continue
         if rd["kind"] == "flink":
             where = ", ".join(f"{t} {parts}" for t, parts in rd["positions"].items()) or rd["note"] or ""
             lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, source uid {rd['source_uid']}, newest "

@@ -80,14 +80,20 @@ def _move_reader(r: Reader, direction: Direction) -> Step:
         return _all(fx.move_reader(r, direction), {"hook": stopped})
     into = {"spark-checkpoint": "into its checkpoint as the next batch",
             "kafka-streams": "into its stores' checkpoint files (or set its state aside)",
-            "flink": "from its savepoint into the start file its restart reads"}[r.kind]
+            "flink": "from its savepoint into the start file its restart reads",
+            "connect": "(its source connectors' offsets: the same in both clusters' offsets topics)"}[r.kind]
     return Step(f"move-reader:{r.name}", f"stop reader {r.name} (hook stop_reader); write its positions, translated "
                 f"exactly to the {target} cluster, {into}", act)
 
 
 def _start_reader(r: Reader, side: ClusterSide) -> Step:
-    return Step(f"start-reader:{r.name}", f"start reader {r.name} on the {side} cluster (hook start_reader)",
-                lambda fx: {"hook": fx.hook("start_reader", reader=r.name, active=side)})
+    def act(fx: Effects) -> Detail:
+        started = fx.hook("start_reader", reader=r.name, active=side)
+        return _all({"hook": started}, {"resumed": fx.reader_started(r, side)})
+    check = (f"; check, through KIP-875, that {', '.join(r.connectors or [])} resume on the {side} worker at "
+             "the moved offsets") if r.kind == "connect" else ""
+    return Step(f"start-reader:{r.name}", f"start reader {r.name} on the {side} cluster (hook start_reader){check}",
+                act)
 
 
 def _check(side: ClusterSide, direction: Direction) -> Step:

@@ -39,16 +39,19 @@ class AppProcess:
         self._reader.join(30)  # its stdout ended: every line is read
 
 
-def reader_plan(sandbox_plan: Path, tmp: Path, ns: str, reader: dict[str, Any], hook_env: str = "") -> Path:
+def reader_plan(sandbox_plan: Path, tmp: Path, ns: str, reader: dict[str, Any], hook_env: str = "",
+                **more_hooks: str) -> Path:
     """A plan of the sandbox's clusters for one reader's switch: the test's topics and groups (ns.*), quick
     group syncs and quiet period, and stop_reader/start_reader hooks that log "stop CLUSTER READER ..." and
-    "start ACTIVE READER ..." (with `hook_env`, more of their environment) in tmp/hooks.log."""
+    "start ACTIVE READER ..." (with `hook_env`, more of their environment) in tmp/hooks.log; `more_hooks`:
+    event -> a shell script's body."""
     from cutover.plan import derive
 
     log = tmp / "hooks.log"
     said = f'"$CUTOVER_READER{" " + hook_env if hook_env else ""}"'
     hooks = {"stop_reader": _script(tmp / "stop", f'echo "stop $CUTOVER_CLUSTER" {said} >> "{log}"\n'),
-             "start_reader": _script(tmp / "start", f'echo "start $CUTOVER_ACTIVE" {said} >> "{log}"\n')}
+             "start_reader": _script(tmp / "start", f'echo "start $CUTOVER_ACTIVE" {said} >> "{log}"\n'),
+             **{event: _script(tmp / event, body) for event, body in more_hooks.items()}}
     return derive(sandbox_plan, tmp / f"{ns}.yaml", merge=True, name=ns,
                   topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
                   mirror={"group_sync_interval": "1s"}, gates={"quiet_period": "2s"},
