@@ -255,9 +255,10 @@ def render_readers(readers: list[dict[str, Any]]) -> list[str]:
                          + (f"; stores at {where}" if where else ""))
             continue
         if r["kind"] == "connect":
-            held = ", ".join(f"{c} ({len(o)} partition(s))" for c, o in r["connectors"].items())
+            held = ", ".join(f"{c} ({len(o)} partition(s))" for c, o in r["connectors"].items() if o)
             lines.append(f"reader {r['reader']} (connect, worker {r['worker']}): "
-                         + (f"{r['offsets_topic']} holds offsets of {held}" if held else r["note"] or ""))
+                         + (f"{r['offsets_topic']} holds offsets of {held}" if held else r["note"] or
+                            f"{r['offsets_topic']} holds no offsets of {', '.join(r['connectors'])} yet"))
             continue
         if r["kind"] == "flink":
             where = ", ".join(f"{t} {parts}" for t, parts in r["positions"].items())

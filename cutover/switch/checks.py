@@ -173,8 +173,8 @@ def readers_movable(plan: Plan) -> Check:
 
         problems = positions(plan)[1]
         return "; ".join(p for _name, p, _fix in problems) if problems else None
-    return Check("readers-movable", "every declared reader's checkpoint is there, holds no state, and reads only "
-                 "selected topics", test)
+    return Check("readers-movable", "every declared reader can be moved: its checkpoint, state folder, savepoint "
+                 "folder or offsets topic is there, and what it reads is selected", test)
 
 
 def tables_handover(plan: Plan) -> Check:

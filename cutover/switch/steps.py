@@ -78,12 +78,15 @@ def _move_reader(r: Reader, direction: Direction) -> Step:
     def act(fx: Effects) -> Detail:
         stopped = fx.hook("stop_reader", reader=r.name, cluster=side)
         return _all(fx.move_reader(r, direction), {"hook": stopped})
-    into = {"spark-checkpoint": "into its checkpoint as the next batch",
-            "kafka-streams": "into its stores' checkpoint files (or set its state aside)",
-            "flink": "from its savepoint into the start file its restart reads",
-            "connect": "(its source connectors' offsets: the same in both clusters' offsets topics)"}[r.kind]
-    return Step(f"move-reader:{r.name}", f"stop reader {r.name} (hook stop_reader); write its positions, translated "
-                f"exactly to the {target} cluster, {into}", act)
+    what = {"spark-checkpoint": f"write its positions, translated exactly to the {target} cluster, into its "
+                                "checkpoint as the next batch",
+            "kafka-streams": f"write its stores' positions, translated exactly to the {target} cluster, into their "
+                             "checkpoint files (or set its state aside)",
+            "flink": f"read its positions from its savepoint and write them, translated exactly to the {target} "
+                     "cluster, into the start file its restart reads",
+            "connect": "check its source connectors' offsets are the same in both clusters' offsets topics, and "
+                       "record them"}[r.kind]
+    return Step(f"move-reader:{r.name}", f"stop reader {r.name} (hook stop_reader); {what}", act)
 
 
 def _start_reader(r: Reader, side: ClusterSide) -> Step:
