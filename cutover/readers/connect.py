@@ -90,8 +90,7 @@ def _differences(name: str, want: Offsets, got: Offsets, where: str) -> list[str
 
 def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
     """The declared connectors' offsets in the offsets topic of the cluster they are on."""
-    last = journal.last(plan, url(r, "old"))
-    on: ClusterSide = "old" if last is None or last["direction"] == "reverse" else "new"
+    on = journal.side(journal.last(plan, url(r, "old")))
     topic = offsets_topic(r)
     entry: dict[str, Any] = {"reader": r.name, "kind": r.kind, "location": url(r, "old"), "worker": url(r, on),
                              "offsets_topic": topic, "connectors": {}, "positions": {}, "note": None}

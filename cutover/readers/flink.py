@@ -105,8 +105,7 @@ def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
     savepoint: kept in the journal folder, so `status` runs no JVM twice for one savepoint)."""
     folder = local(plan, r.savepoints)
     sp = newest_savepoint(plan, r)
-    last = journal.last(plan, str(folder))
-    on: ClusterSide = "old" if last is None or last["direction"] == "reverse" else "new"
+    on = journal.side(journal.last(plan, str(folder)))
     entry: dict[str, Any] = {"reader": r.name, "kind": r.kind, "location": str(folder), "job": r.job,
                              "savepoint": None if sp is None else str(sp), "source_uid": uid(r, on),
                              "warnings": _warnings(r), "positions": {}, "note": None}
@@ -167,7 +166,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     if last is not None and last["direction"] == direction and last["savepoint"] == str(sp):
         return {**head, "positions": last["positions"], "start_file": last["start_file"], "already_moved": True}
     try:
-        found = splits(sp, uid(r, source_side))
+        found = _cached_splits(plan, sp, uid(r, source_side))  # the dry run's read, not a second JVM
     except SavepointError as exc:
         other = f" (taken while the job ran on the {target_side} cluster, with source uid {uid(r, target_side)}?)"
         raise Refused(f"reader {r.name}: savepoint {sp} gives no splits of source uid {uid(r, source_side)}: "

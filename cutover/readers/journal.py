@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from cutover.plan import Plan
+from cutover.plan import ClusterSide, Plan
 
 
 def moves(plan: Plan) -> list[dict[str, Any]]:
@@ -36,6 +36,11 @@ def last(plan: Plan, location: str) -> dict[str, Any] | None:
         if entry.get("location") == location:
             found = entry
     return found
+
+
+def side(last: dict[str, Any] | None) -> ClusterSide:
+    """The cluster a reader is on after its last recorded move (old before any)."""
+    return "old" if last is None or last.get("direction") == "reverse" else "new"
 
 
 def record(plan: Plan, entry: dict[str, Any]) -> None:

@@ -57,7 +57,8 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
 def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any] | None:
     """After a reader's start hook: whether it resumed where it was moved to (connect: each source connector's
     offsets on the worker, through KIP-875); None for the kinds whose files are their proof."""
-    return connect.started(plan, r, side, timeout) if r.kind == "connect" else None
+    check = getattr(_KINDS[r.kind], "started", None)
+    return None if check is None else dict(check(plan, r, side, timeout))
 
 
 def status(plan: Plan) -> list[dict[str, Any]]:
@@ -68,7 +69,6 @@ def status(plan: Plan) -> list[dict[str, Any]]:
     for entry in positions(plan)[0]:
         moves = [m for m in recorded if m.get("location") == entry["location"]]
         last = moves[-1] if moves else None
-        on = "old" if last is None or last.get("direction") == "reverse" else "new"
-        out.append({**entry, "on": on, "last_move": None if last is None else {
+        out.append({**entry, "on": journal.side(last), "last_move": None if last is None else {
             k: last.get(k) for k in ("at", "direction", "from_batch", "batch", "positions", "savepoint")}})
     return out

@@ -100,7 +100,8 @@ def _found(d: Drill, a: ExactlyOnceArgs, topics: list[str]) -> Counter[tuple[str
 DECIDED_WAIT = 60.0
 
 
-def topic_seqs(plan: Plan, side: ClusterSide, topics: list[str]) -> Counter[tuple[str, int]]:
+def topic_seqs(plan: Plan, side: ClusterSide, topics: list[str], wait: float = DECIDED_WAIT,
+               ) -> Counter[tuple[str, int]]:
     """Each sample record's (topic, seq) on a cluster, counted, once every transaction open when asked is
     decided: records a transaction is still writing (or whose commit markers are not written yet) are
     neither counted lost nor there."""
@@ -111,10 +112,10 @@ def topic_seqs(plan: Plan, side: ClusterSide, topics: list[str]) -> Counter[tupl
     ref = ClusterRef.of(plan, side)
     counts = partition_counts(ref)
     tps = [(t, p) for t in topics for p in range(counts.get(t, 0))]
-    still = undecided(ref, tps, DECIDED_WAIT)
+    still = undecided(ref, tps, wait)
     if still:
         (t, p), (lso, hw) = next(iter(still.items()))
-        raise ExpectationFailed(f"{side}: a transaction stayed open for {DECIDED_WAIT:.0f}s on {len(still)} "
+        raise ExpectationFailed(f"{side}: a transaction stayed open for {wait:.0f}s on {len(still)} "
                                 f"partition(s), e.g. {t}[{p}] (offsets {lso}..{hw - 1} undecided): its records "
                                 "can be counted neither lost nor there")
     starts = log_offsets(ref, tps, "start")
