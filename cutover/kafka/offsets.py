@@ -122,28 +122,52 @@ def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[AdminClient, 
 
 
 def committed_records(ref: ClusterRef, start: Iterable[tuple[str, int, int]], doing: str,
-                      timeout: float = DEFAULT_TIMEOUT, group: str = "cutover-inspect") -> Iterator[Message]:
-    """Every committed record (read_committed) from each (topic, partition, offset) to the partition's end."""
+                      timeout: float = DEFAULT_TIMEOUT, group: str = "cutover-inspect",
+                      until: Mapping[TP, int] | None = None) -> Iterator[Message]:
+    """Every committed record (read_committed) from each (topic, partition, offset) to the partition's end,
+    or, for a partition in `until`, to that offset (exclusive). Give `until` wherever producers may still
+    write: their records keep every fetch busy, and the end-of-partition event never comes.
+
+    A partition in `until` is done at its first record at or past that offset, or once the consumer's
+    position reaches it (the range may end in what read_committed never delivers: an aborted record, a
+    transaction marker)."""
+    ends = dict(until or {})
     consumer = Consumer(ref.config(**{
         "group.id": group, "enable.auto.commit": False, "enable.partition.eof": True,
         "isolation.level": "read_committed", "auto.offset.reset": "earliest"}))
     try:
-        assignment = [TopicPartition(t, p, o) for t, p, o in start]
+        assignment = [TopicPartition(t, p, o) for t, p, o in start if o < ends.get((t, p), o + 1)]
         pending = {(tp.topic, tp.partition) for tp in assignment}
+        if not pending:
+            return
         consumer.assign(assignment)
+
+        def done(tp: TP) -> None:
+            pending.discard(tp)
+            consumer.pause([TopicPartition(*tp)])  # records written since are past the end read
+
         deadline = time.monotonic() + timeout
         while pending:
             if time.monotonic() > deadline:
                 raise ref.failure(None, doing, consumer)
             msg = consumer.poll(0.5)
             if msg is None:
+                for pos in consumer.position([TopicPartition(t, p) for t, p in pending if (t, p) in ends]):
+                    if pos.offset >= ends[(pos.topic, pos.partition)]:
+                        done((pos.topic, pos.partition))
                 continue
+            tp = (str(msg.topic()), int(msg.partition() or 0))
             err = msg.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    pending.discard((str(msg.topic()), int(msg.partition() or 0)))
+                    done(tp)
                 elif err.fatal() or err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
                     raise ref.failure(KafkaException(err), doing, consumer)
+                continue
+            if tp not in pending:
+                continue  # fetched before its end was seen
+            if int(msg.offset() or 0) >= ends.get(tp, 1 << 62):
+                done(tp)
                 continue
             yield msg
     finally:

@@ -58,9 +58,10 @@ def topic_offsets(ref: ClusterRef, topic: str, connectors: list[str], timeout: f
     if count is None:
         return {c: {} for c in connectors}
     starts = log_offsets(ref, [(topic, p) for p in range(count)], "start", timeout)
+    ends = log_offsets(ref, [(topic, p) for p in range(count)], "end", timeout)
     out: dict[str, Offsets] = {c: {} for c in connectors}
     for msg in committed_records(ref, [(t, p, o) for (t, p), o in starts.items()],
-                                 f"reading the Connect offsets topic {topic}", timeout):
+                                 f"reading the Connect offsets topic {topic}", timeout, until=ends):
         try:
             name, partition = json.loads(msg.key() or b"null")
         except (ValueError, TypeError):

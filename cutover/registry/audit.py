@@ -219,8 +219,9 @@ def first_positions(ref: ClusterRef, topics: dict[str, list[str]], schema_ids: s
     counts = inspect.partition_counts(ref, timeout)
     tps = [(t, p) for t in topics for p in range(counts.get(t, 0))]
     starts = log_offsets(ref, tps, "start", timeout)
+    ends = log_offsets(ref, tps, "end", timeout)
     for msg in committed_records(ref, [(t, p, starts[(t, p)]) for t, p in tps], "locating schema ids", timeout,
-                                 group="cutover-registry-audit"):
+                                 group="cutover-registry-audit", until=ends):
         for data in (msg.value(), msg.key()):
             if data is not None and len(data) >= 5 and data[0] == 0:
                 sid = int.from_bytes(data[1:5], "big")

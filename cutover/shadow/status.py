@@ -33,8 +33,8 @@ def committed_between(ref: ClusterRef, topic: str, partition: int, start: int, e
     """How many committed records lie in [start, end) of one partition (aborted ones and markers do not count)."""
     if end <= start:
         return 0
-    return sum(1 for m in committed_records(ref, [(topic, partition, start)], f"counting {topic}/{partition}",
-                                            timeout) if (m.offset() or 0) < end)
+    return sum(1 for _m in committed_records(ref, [(topic, partition, start)], f"counting {topic}/{partition}",
+                                             timeout, until={(topic, partition): end}))
 
 
 @dataclass(frozen=True)

@@ -143,10 +143,11 @@ def in_flight(ref: ClusterRef, control_topic: str, stored: dict[int, int], group
         raise Refused(f"the {ref.name} cluster has no topic {control_topic}, the sink's control topic",
                       fix="set tables[].control_topic to the sink's iceberg.control.topic")
     start = log_offsets(ref, [(control_topic, p) for p in range(parts)], "start", timeout)
+    end = log_offsets(ref, [(control_topic, p) for p in range(parts)], "end", timeout)
     found = []
     for msg in committed_records(ref, [(control_topic, p, max(stored.get(p, 0), start[(control_topic, p)]))
                                        for p in range(parts)], f"reading the control topic {control_topic}",
-                                 timeout):
+                                 timeout, until=end):
         where = f"control topic {control_topic} partition {msg.partition()} offset {msg.offset()}"
         kind, of = event(msg.value() or b"", where)
         if kind == DATA_WRITTEN and of == group:

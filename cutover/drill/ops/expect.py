@@ -118,11 +118,11 @@ def topic_seqs(plan: Plan, side: ClusterSide, topics: list[str], wait: float = D
         raise ExpectationFailed(f"{side}: a transaction stayed open for {wait:.0f}s on {len(still)} "
                                 f"partition(s), e.g. {t}[{p}] (offsets {lso}..{hw - 1} undecided): its records "
                                 "can be counted neither lost nor there")
-    starts = log_offsets(ref, tps, "start")
+    starts, ends = log_offsets(ref, tps, "start"), log_offsets(ref, tps, "end")
     out: Counter[tuple[str, int]] = Counter()
     encoding = codec.for_cluster(plan, side)
     for msg in committed_records(ref, [(t, p, starts[(t, p)]) for t, p in tps], f"reading {', '.join(topics)}",
-                                 group="cutover-drill-reader"):
+                                 group="cutover-drill-reader", until=ends):
         out[(str(msg.topic()), encoding.decode(str(msg.topic()), msg.value())["seq"])] += 1
     return out
 
