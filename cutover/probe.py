@@ -20,16 +20,13 @@ from cutover.plan import ClusterSide, Plan, readiness
 
 def offline(plan: Plan) -> dict[str, Any]:
     """The report of `plan check --offline`: the keys of `check`, with what was not asked as null."""
-    findings = [f.as_dict() for f in readiness.offline(plan)]
-    return {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": True, "old": None, "new": None,
-            "catalog": None, "storage": None, "registry": None, "readers": _readers(plan), "reachable": None,
-            "findings": findings, "ok": not findings}
-
-
-def _readers(plan: Plan) -> list[dict[str, Any]]:
     from cutover.readers.translate import positions
 
-    return positions(plan)[0]
+    readers, problems = positions(plan, reach=False)
+    findings = [f.as_dict() for f in readiness.offline(plan, problems)]
+    return {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": True, "old": None, "new": None,
+            "catalog": None, "storage": None, "registry": None, "readers": readers, "reachable": None,
+            "findings": findings, "ok": not findings}
 
 
 def check(plan: Plan, timeout: float) -> dict[str, Any]:
@@ -45,9 +42,11 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
             report[side] = _cluster_report(plan, side, futures[side])
         report["catalog"], report["storage"] = lake.result()
     report["registry"] = _registry_report(plan, _left(deadline))
-    report["readers"] = _readers(plan)
+    from cutover.readers.translate import positions
+
+    report["readers"], problems = positions(plan)  # read once, for both
     old = report["old"]
-    findings = readiness.offline(plan) + readiness.online(
+    findings = readiness.offline(plan, problems) + readiness.online(
         plan, list(old["topics_all"]) if old["reachable"] else None, old["groups_all"] if old["reachable"] else None)
     for side, reg in (report["registry"] or {}).items():
         if reg.get("problem"):

@@ -128,7 +128,7 @@ def probe_storage(cat: Catalog, location: str, timeout: float) -> str:
         except CutoverError:
             raise
         except Exception as exc:
-            raise _storage_error(what, bucket, exc) from None
+            raise storage_error(what, bucket, exc) from None
         try:
             io.delete(path)
         except Exception as exc:
@@ -141,7 +141,7 @@ def probe_storage(cat: Catalog, location: str, timeout: float) -> str:
     return _within(what, endpoint, timeout, probe)
 
 
-def _storage_error(what: str, bucket: str, exc: Exception) -> CutoverError:
+def storage_error(what: str, bucket: str, exc: Exception) -> CutoverError:
     text = secrets.scrub(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
     if any(s in str(exc) for s in _NO_BUCKET):
         return UsageError(f"{what}: the bucket {bucket!r} does not exist: {text}",

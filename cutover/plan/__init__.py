@@ -162,6 +162,13 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
             if getattr(r, key) is not None:
                 problems.append(f"{where(('readers', i, key))}: {key} does not apply to a {r.kind} reader "
                                 f"(fix: remove it from reader {r.name})")
+        for key in ("state_dir", "savepoints", "start_file"):  # read and written where the application runs
+            value = getattr(r, key)
+            if value is not None and re.match(r"[a-z][a-z0-9+.-]*://", value, re.I) and \
+                    not value.lower().startswith("file://"):
+                problems.append(f"{where(('readers', i, key))}: {value} is not a local folder: cutover reads and "
+                                f"writes a {r.kind} reader's {key} on this host (only a Spark checkpoint may be on "
+                                "object storage) (fix: run the move where the folder is, or copy it here and back)")
     return problems
 
 

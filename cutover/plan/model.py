@@ -456,11 +456,12 @@ class Reader:
     #: flink: a Flink job's KafkaSource, its positions in the job's savepoints.
     #: connect: a Kafka Connect worker's source connectors, their positions in the worker's offsets topic.
     kind: Literal["spark-checkpoint", "kafka-streams", "flink", "connect"]
-    #: spark-checkpoint: the query's checkpointLocation, a local folder (relative to the plan); it holds
-    #: offsets/ and commits/.
+    #: spark-checkpoint: the query's checkpointLocation, a local folder (relative to the plan) or s3a://BUCKET/PATH
+    #: (also s3://) on the catalog's S3 storage; it holds offsets/ and commits/.
     checkpoint: str | None = None
-    #: spark-checkpoint with a file sink (parquet, json, ...): the sink's output folder, whose _spark_metadata
-    #: log gets an entry for the batch cutover adds. Leave it out for other sinks (Iceberg, foreachBatch).
+    #: spark-checkpoint with a file sink (parquet, json, ...): the sink's output folder (or s3a://), whose
+    #: _spark_metadata log gets an entry for the batch cutover adds. Leave it out for other sinks (Iceberg,
+    #: foreachBatch).
     sink: str | None = None
     #: kafka-streams: the application's application.id (its group, and its folder under state_dir).
     application_id: str | None = None

@@ -32,18 +32,16 @@ class Finding:
         return asdict(self)
 
 
-def offline(plan: Plan) -> list[Finding]:
+def offline(plan: Plan, readers: list[tuple[str, str, str]] | None = None) -> list[Finding]:
     """What can be found without connecting: the hooks, a SQLite catalog's file, table topics the selection
-    leaves out."""
+    leaves out, and `readers`, the problems of the declared readers (default: those found in local files)."""
     missing = sqlite_missing(plan)
-    return [*hook_findings(plan), *([missing] if missing else []), *unselected_tables(plan), *reader_findings(plan)]
+    if readers is None:
+        from cutover.readers.translate import positions
 
-
-def reader_findings(plan: Plan) -> list[Finding]:
-    """Declared readers a translation would refuse (their checkpoints are read, nothing else)."""
-    from cutover.readers.translate import positions
-
-    return [Finding("readers", problem, fix) for _name, problem, fix in positions(plan)[1]]
+        readers = positions(plan, reach=False)[1]
+    return [*hook_findings(plan), *([missing] if missing else []), *unselected_tables(plan),
+            *(Finding("readers", problem, fix) for _name, problem, fix in readers)]
 
 
 def unselected_tables(plan: Plan) -> list[Finding]:

@@ -34,7 +34,8 @@ from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal
 from cutover.readers.mapping import Mapped
-from cutover.readers.spark import Mode, Problem, local
+from cutover.readers.spark import Mode, Problem
+from cutover.readers.store import local
 
 _PROGRAM = Path(__file__).with_name("FlinkSavepoint.java")
 

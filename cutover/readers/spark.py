@@ -13,16 +13,15 @@ offsets/N+1 is exactly what it would write; any other uncommitted batch is refus
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from cutover.common import iso_z
-from cutover.errors import UsageError
+from cutover.errors import CutoverError, UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
 from cutover.plan import Plan
 from cutover.plan.model import Reader
-from cutover.readers import journal
+from cutover.readers import journal, store
 from cutover.readers import spark_checkpoint as sc
 from cutover.readers.mapping import Mapped
 
@@ -30,30 +29,26 @@ Mode = Literal["dry-run", "execute", "starting-offsets"]
 Problem = tuple[str, str, str]
 
 
-def local(plan: Plan, path: str | None) -> Path:
-    """A reader's folder: absolute, or relative to the plan."""
-    folder = Path(path or "").expanduser()
-    return folder if folder.is_absolute() else plan.base_dir / folder
-
-
 def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
     """The query's last committed batch and its positions (a batch in flight is shown, not a problem)."""
-    folder = local(plan, r.checkpoint)
-    entry: dict[str, Any] = {"reader": r.name, "kind": r.kind, "location": str(folder),
+    entry: dict[str, Any] = {"reader": r.name, "kind": r.kind, "location": r.checkpoint,
                              "last_committed_batch": None, "in_flight": None, "positions": {}}
-    if not folder.is_dir():
-        return entry, [(r.name, f"reader {r.name}: checkpoint folder {folder} not found",
-                        "set the reader's checkpoint to the query's checkpointLocation")]
-    ck = sc.Checkpoint(folder)
     try:
-        batch = ck.last_committed()
-    except sc.InFlight:
-        entry["in_flight"] = ck.offsets()[-1]
-        commits = ck.commits()
-        if not commits:
-            return entry, []
-        batch = ck.committed(commits[-1])
-    except sc.CheckpointError as exc:
+        folder = store.folder(plan, r.checkpoint)
+        entry["location"] = str(folder)
+        if not folder.exists():
+            return entry, [(r.name, f"reader {r.name}: checkpoint folder {folder} not found",
+                            "set the reader's checkpoint to the query's checkpointLocation")]
+        ck = sc.Checkpoint(folder)
+        try:
+            batch = ck.last_committed()
+        except sc.InFlight:
+            entry["in_flight"] = ck.offsets()[-1]
+            commits = ck.commits()
+            if not commits:
+                return entry, []
+            batch = ck.committed(commits[-1])
+    except CutoverError as exc:  # the checkpoint as it is, or its storage out of reach
         return entry, [(r.name, f"reader {r.name}: {exc.message}", exc.fix or "")]
     entry["last_committed_batch"] = batch.batch
     for source in batch.kafka().values():
@@ -84,8 +79,8 @@ def _base(ck: sc.Checkpoint, translate: sc.Translate, stateful_ok: bool = False,
 def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
          timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Translate a Spark checkpoint's positions; write batch N+1 when `mode` is execute."""
-    folder = local(plan, r.checkpoint)
-    if not folder.is_dir():
+    folder = store.folder(plan, r.checkpoint)
+    if not folder.exists():
         raise UsageError(f"reader {r.name}: checkpoint folder {folder} not found",
                          fix="set the reader's checkpoint to the query's checkpointLocation")
     ck = sc.Checkpoint(folder)
@@ -113,8 +108,8 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     if mode == "dry-run":
         return out
     mapped.refuse_canary(r, out["canary"])
-    sink = None if r.sink is None else local(plan, r.sink) / "_spark_metadata"
-    out["written"] = [str(p) for p in sc.write(ck, batch, sink)]
+    sink = None if r.sink is None else store.folder(plan, r.sink).child("_spark_metadata")
+    out["written"] = sc.write(ck, batch, sink)
     out["resumed"] = resuming
     journal.record(plan, {"at": iso_z(), "reader": r.name, "kind": r.kind, "direction": direction,
                           "location": str(folder), "phase": "done", "from_batch": base.batch, "batch": batch.batch,

@@ -14,19 +14,19 @@ query's next batch then reads from the exact next record on the other cluster. O
 sources' lines stay as they are. Files are created, never overwritten: a query that runs
 after all (and writes N+1 itself) makes one of the two writers fail, never both succeed.
 
-Pure file logic: the translation comes in as a function.
+Pure file logic on a folder (local, or on object storage: readers/store.py): the translation
+comes in as a function.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from cutover.errors import Refused
+from cutover.readers.store import Folder
 
 #: translate(topic, partition, offset): the same record's offset on the other cluster.
 Translate = Callable[[str, int, int], int]
@@ -94,13 +94,10 @@ def kafka_line(positions: dict[str, dict[int, int]]) -> str:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    folder: Path
+    folder: Folder
 
     def _ids(self, log: str) -> list[int]:
-        where = self.folder / log
-        if not where.is_dir():
-            return []
-        return sorted(int(f.name) for f in where.iterdir() if f.name.isdigit())
+        return sorted(int(name) for name in self.folder.names(log) if name.isdigit())
 
     def offsets(self) -> list[int]:
         return self._ids("offsets")
@@ -109,8 +106,8 @@ class Checkpoint:
         return self._ids("commits")
 
     def read(self, batch: int) -> Batch:
-        path = self.folder / "offsets" / str(batch)
-        lines = path.read_text(encoding="utf-8").split("\n")
+        path = self.folder.where(f"offsets/{batch}")
+        lines = self.folder.read(f"offsets/{batch}").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         if len(lines) < 2 or lines[0] != VERSION:
@@ -146,11 +143,10 @@ class Checkpoint:
     def committed(self, n: int) -> Batch:
         """Batch n with its commit log entry."""
         batch = self.read(n)
-        return Batch(n, batch.metadata, batch.sources, (self.folder / "commits" / str(n)).read_text(encoding="utf-8"))
+        return Batch(n, batch.metadata, batch.sources, self.folder.read(f"commits/{n}"))
 
     def stateful(self) -> bool:
-        state = self.folder / "state"
-        return state.is_dir() and any(state.iterdir())
+        return bool(self.folder.names("state"))
 
 
 def moved(last: Batch, translate: Translate) -> Batch:
@@ -162,24 +158,23 @@ def moved(last: Batch, translate: Translate) -> Batch:
     return Batch(last.batch + 1, last.metadata, tuple(sources), last.commit)
 
 
-def _create(path: Path, text: str) -> bool:
+def _create(folder: Folder, rel: str, text: str) -> bool:
     """Write a new file whole, refusing to replace one (as Spark's own log writes). False when the
     file is there already with exactly this text (an interrupted translation, finished now)."""
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return False
-    tmp = path.with_name(f".{path.name}.cutover.tmp")
-    tmp.write_text(text, encoding="utf-8")
     try:
-        os.link(tmp, path)  # fails if path exists: the other writer won
+        if folder.read(rel) == text:
+            return False
+    except FileNotFoundError:
+        pass
+    try:
+        folder.create(rel, text)
     except FileExistsError:
-        raise CheckpointError(f"{path} appeared while cutover was writing it: the query is running",
+        raise CheckpointError(f"{folder.where(rel)} appeared while cutover was writing it: the query is running",
                               fix="stop the query, then translate again") from None
-    finally:
-        tmp.unlink()
     return True
 
 
-def write(ck: Checkpoint, batch: Batch, sink_log: Path | None = None) -> list[Path]:
+def write(ck: Checkpoint, batch: Batch, sink_log: Folder | None = None) -> list[str]:
     """Add `batch` to the checkpoint; the files written.
 
     The offsets first: once offsets/N+1 is ours, a query that still runs fails at its next batch
@@ -188,18 +183,16 @@ def write(ck: Checkpoint, batch: Batch, sink_log: Path | None = None) -> list[Pa
     compaction reads them all), so the added batch gets an entry with no files, as a batch that read
     nothing writes. The commit last: until it is there, the batch is not done, and translating again
     finishes it."""
-    if sink_log is not None and not sink_log.is_dir():
+    if sink_log is not None and not sink_log.exists():
         raise CheckpointError(f"{sink_log}: no file sink log here",
                               fix="point the reader's sink at the file sink's output folder (it holds "
                                   "_spark_metadata/), or remove sink for a sink that is not files")
-    paths = [ck.folder / "offsets" / str(batch.batch)]
-    texts = ["\n".join([VERSION, batch.metadata, *batch.sources])]
+    files: list[tuple[Folder, str, str]] = [
+        (ck.folder, f"offsets/{batch.batch}", "\n".join([VERSION, batch.metadata, *batch.sources]))]
     if sink_log is not None:
-        paths.append(sink_log / str(batch.batch))
-        texts.append(VERSION)
-    paths.append(ck.folder / "commits" / str(batch.batch))
-    texts.append(batch.commit)
-    return [path for path, text in zip(paths, texts, strict=True) if _create(path, text)]
+        files.append((sink_log, str(batch.batch), VERSION))
+    files.append((ck.folder, f"commits/{batch.batch}", batch.commit))
+    return [folder.where(rel) for folder, rel, text in files if _create(folder, rel, text)]
 
 
 def starting_offsets(batch: Batch) -> dict[str, Any]:

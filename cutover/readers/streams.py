@@ -28,7 +28,8 @@ from cutover.plan.model import Reader
 from cutover.readers import journal
 from cutover.readers import streams_state as ss
 from cutover.readers.mapping import Mapped
-from cutover.readers.spark import Mode, Problem, local
+from cutover.readers.spark import Mode, Problem
+from cutover.readers.store import local
 
 
 def state_dir(plan: Plan, r: Reader) -> ss.StateDir:

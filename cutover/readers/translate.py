@@ -15,7 +15,7 @@ from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
-from cutover.readers import connect, flink, journal, spark, streams
+from cutover.readers import connect, flink, journal, spark, store, streams
 from cutover.readers.spark import Mode, Problem
 
 __all__ = ["Mode", "move", "positions", "reader", "status"]
@@ -34,13 +34,18 @@ def reader(plan: Plan, name: str) -> Reader:
                      fix="name one of the plan's readers, or declare it under readers: (name, kind, ...)")
 
 
-def positions(plan: Plan) -> tuple[list[dict[str, Any]], list[Problem]]:
+def positions(plan: Plan, reach: bool = True) -> tuple[list[dict[str, Any]], list[Problem]]:
     """Each declared reader's current position (what `plan check`, `status` and the dry run show), and
-    what a move would refuse whatever the reader does: (reader, problem, fix). Reads local files only:
-    nothing is asked of the clusters."""
+    what a move would refuse whatever the reader does: (reader, problem, fix). Reads the readers' files
+    (local, or a checkpoint on object storage) and the Connect workers' offsets topics; without `reach`
+    (`plan check --offline`), only local files: the others are listed as not read."""
     out: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for r in plan.spec.readers:
+        if not reach and (r.kind == "connect" or (r.kind == "spark-checkpoint" and store.remote(r.checkpoint))):
+            out.append({"reader": r.name, "kind": r.kind, "location": r.checkpoint or r.old_url,
+                        "not_read": "on a server: --offline connects to nothing"})
+            continue
         entry, found = _KINDS[r.kind].position(plan, r)
         out.append(entry)
         problems += found

@@ -392,12 +392,12 @@ class DryRun:
 def _reader_context(plan: Plan, name: str) -> dict[str, str | None]:
     """What a reader's stop and start hooks need beyond its name: a flink reader's savepoint folder (where
     stop-with-savepoint writes: CUTOVER_SAVEPOINTS) and the start file a move wrote (CUTOVER_START_FILE)."""
-    from cutover.readers import flink, spark
+    from cutover.readers import flink, store
 
     r = next(r for r in plan.spec.readers if r.name == name)
     if r.kind != "flink":
         return {}
-    return {"savepoints": str(spark.local(plan, r.savepoints)), "start_file": str(flink.start_file(plan, r))}
+    return {"savepoints": str(store.local(plan, r.savepoints)), "start_file": str(flink.start_file(plan, r))}
 
 
 def _write_canonical(plan: Plan, pair: TablePair, timeout: float) -> int:

@@ -11,63 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, derive
 from tests.conftest import cutover
-from tests.integration.kafka_util import create_topic, produce
+from tests.integration.kafka_util import create_topic
+from tests.integration.stream_query_util import canary, query, records, translate
 
 pytestmark = pytest.mark.slow  # three Spark queries, a promote and a rollback: CI's slow lane
-
-ROOT = Path(__file__).parents[2]
-
-
-def _query(plan_file: Path, side: str, topics: list[str], tmp: Path) -> None:
-    """Run the query on `side` until it has written what the topics hold, then stop it cleanly."""
-    done = subprocess.run([sys.executable, "-m", "tests.integration.spark_stream_query", str(plan_file), side,
-                           ",".join(topics), str(tmp / "checkpoint"), str(tmp / "out")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
-def _records(props: dict[str, str], topics: list[str], phase: str, n: int) -> list[str]:
-    values = []
-    for topic in topics:
-        records = [{"key": str(i).encode(), "value": f"{topic}|{i % 2}|{phase}|{i}".encode(), "partition": i % 2}
-                   for i in range(n)]
-        produce(props, topic, records)
-        values += [r["value"].decode() for r in records]
-    return values
-
-
-def _value_at(props: dict[str, str], topic: str, partition: int, offset: int) -> str:
-    consumer = Consumer({**props, "group.id": "readers-test-peek", "enable.auto.commit": False,
-                         "isolation.level": "read_committed"})
-    consumer.assign([TopicPartition(topic, partition, offset)])
-    try:
-        for _ in range(100):
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                return str(msg.value().decode())
-        raise AssertionError(f"no record at {topic}[{partition}] offset {offset}")
-    finally:
-        consumer.close()
-
-
-def _translate(plan_file: Path, *args: str) -> Any:
-    run = cutover("readers", "translate", "--plan", str(plan_file), "--reader", "orders-query", *args, "-o", "json")
-    assert run.code == 0, run.err
-    return run.json()
-
-
-def _canary(old: dict[str, str], new: dict[str, str], result: Any, source_is_old: bool) -> None:
-    """The record at each translated position is the record at the original one (byte for byte)."""
-    src, dst = (old, new) if source_is_old else (new, old)
-    for p in result["positions"]:
-        assert p["target_offset"] >= 0
-        assert _value_at(src, p["topic"], p["partition"], p["source_offset"]) == \
-            _value_at(dst, p["topic"], p["partition"], p["target_offset"])
 
 
 def _script(path: Path, body: str) -> str:
@@ -107,9 +58,9 @@ def test_a_streaming_query_moves_to_the_new_cluster_and_back_at_exactly_the_next
                        readers=[{"name": "orders-query", "kind": "spark-checkpoint",
                                  "checkpoint": str(tmp_path / "checkpoint"), "sink": str(tmp_path / "out")}]).file
 
-    checkpoint = tmp_path / "checkpoint"
-    sent = _records(old, topics, "1", 40)
-    _query(plan_file, "old", topics, tmp_path)  # batches of at most 20 records: 0 and 1
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    sent = records(old, topics, "1", 40)
+    query(plan_file, "old", topics, str(checkpoint), str(out))  # batches of at most 20 records: 0 and 1
     files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
 
     # Refused before the mirror has copied anything: no mapping yet; nothing written, no stack trace.
@@ -117,18 +68,18 @@ def test_a_streaming_query_moves_to_the_new_cluster_and_back_at_exactly_the_next
     assert refused.code == 3 and "have no mapping yet" in refused.err and "nothing was written" in refused.err
     assert "Traceback" not in refused.err
     assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0  # its transaction's marker
-    sent += _records(old, topics, "2", 160)  # after the query stopped: read on the new cluster, in 8 batches
+    sent += records(old, topics, "2", 160)  # after the query stopped: read on the new cluster, in 8 batches
     assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0  # shifts phase 2 on new
 
-    dry = _translate(plan_file, "--dry-run")
+    dry = translate(plan_file, "--dry-run")
     n = dry["last_committed_batch"] + 1
     assert dry["next_batch"] == n and dry["written"] == [] and dry["canary"] == []  # same next record on both
     # the positions are the checkpoint's own (where phase 1 ended, per partition); the map is not the identity
     assert {(p["topic"], p["partition"]): p["source_offset"] for p in dry["positions"]} == \
         {(topics[0], 0): 20, (topics[0], 1): 20}
     assert any(p["target_offset"] != p["source_offset"] for p in dry["positions"])
-    _canary(old, new, dry, source_is_old=True)  # read here too, not only by cutover's own canary
-    starting = _translate(plan_file, "--starting-offsets")["starting_offsets"]
+    canary(old, new, dry, source_is_old=True)  # read here too, not only by cutover's own canary
+    starting = translate(plan_file, "--starting-offsets")["starting_offsets"]
     assert json.loads(starting["0"]) == {topics[0]: {str(p["partition"]): p["target_offset"] for p in dry["positions"]}}
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == files
     shown = cutover("promote", "--plan", str(plan_file), "--dry-run")
@@ -147,25 +98,25 @@ def test_a_streaming_query_moves_to_the_new_cluster_and_back_at_exactly_the_next
     sink_log = tmp_path / "out" / "_spark_metadata"
     assert moves[0]["written"] == [str(checkpoint / "offsets" / str(n)), str(sink_log / str(n)),
                                    str(checkpoint / "commits" / str(n))]
-    again = _translate(plan_file, "--execute")  # by hand, after the switch moved it: nothing to do
+    again = translate(plan_file, "--execute")  # by hand, after the switch moved it: nothing to do
     assert again["already_moved"] and again["written"] == [] and again["last_committed_batch"] == n
     status = cutover("status", "--plan", str(plan_file), "-o", "json").json()["readers"]
     assert [(r["reader"], r["on"], r["last_committed_batch"], r["last_move"]["batch"]) for r in status] == \
         [("orders-query", "new", n, n)]
 
-    _query(plan_file, "new", topics, tmp_path)
+    query(plan_file, "new", topics, str(checkpoint), str(out))
     got = [r.asDict() for r in spark.read.parquet(str(tmp_path / "out")).collect()]
     assert Counter(r["value"] for r in got) == Counter(sent)  # every record once: none skipped, none twice
     assert all(r["value"].split("|")[:2] == [r["topic"], str(r["partition"])] for r in got)
     assert max(int(f.name) for f in (checkpoint / "commits").iterdir() if f.name.isdigit()) >= 10  # past a compaction
 
-    sent += _records(new, topics, "3", 30)  # the clients wrote on the new cluster; then rollback
+    sent += records(new, topics, "3", 30)  # the clients wrote on the new cluster; then rollback
     killed, _ = _switch(plan_file, "rollback")
     assert killed == 0
     moves = [json.loads(line) for line in (tmp_path / "journal" / ns / "readers.jsonl").read_text().splitlines()]
     assert [m["direction"] for m in moves] == ["forward", "reverse"] and moves[1]["from_batch"] > moves[0]["batch"]
-    _canary(old, new, moves[1], source_is_old=False)
-    _query(plan_file, "old", topics, tmp_path)
+    canary(old, new, moves[1], source_is_old=False)
+    query(plan_file, "old", topics, str(checkpoint), str(out))
     assert Counter(r["value"] for r in spark.read.parquet(str(tmp_path / "out")).collect()) == Counter(sent)
     # the killed step ran again, its hook too (hooks are idempotent); its move was not repeated
     assert log.read_text().splitlines() == ["stop orders-query old", "stop orders-query old", "start orders-query new",

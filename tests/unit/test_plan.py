@@ -291,3 +291,16 @@ def test_readers_are_checked_each_with_its_line(tmp_path: Path) -> None:
   - {name: q, kind: spark-checkpoint, checkpoint: b}
 """)
     assert any("plan.yaml:6: readers[1].name: reader q is already declared at readers[0].name" in p for p in twice)
+    # object storage: a Spark checkpoint may be there; what the Streams and Flink moves read on this host may not
+    got = problems(tmp_path, MINIMAL + """readers:
+  - {name: q, kind: spark-checkpoint, checkpoint: "s3a://lake/ck/orders", sink: "s3a://lake/out"}
+  - {name: t, kind: kafka-streams, application_id: wc, state_dir: "s3://lake/state"}
+  - {name: f, kind: flink, source_uid: u, savepoints: "file:///var/sp", start_file: "hdfs://nn/start.json"}
+""")
+    assert got == [
+        f"{tmp_path / 'plan.yaml'}:6: readers[1].state_dir: s3://lake/state is not a local folder: cutover reads and "
+        "writes a kafka-streams reader's state_dir on this host (only a Spark checkpoint may be on object storage) "
+        "(fix: run the move where the folder is, or copy it here and back)",
+        f"{tmp_path / 'plan.yaml'}:7: readers[2].start_file: hdfs://nn/start.json is not a local folder: cutover "
+        "reads and writes a flink reader's start_file on this host (only a Spark checkpoint may be on object "
+        "storage) (fix: run the move where the folder is, or copy it here and back)"], got

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cutover.errors import UsageError
 from cutover.readers import spark_checkpoint as sc
+from cutover.readers.store import Local
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1764000000000,"conf":{"spark.sql.shuffle.partitions":"4"}}'
 
@@ -19,7 +21,7 @@ def _checkpoint(tmp: Path, batches: dict[int, list[str]], commits: list[int]) ->
         (tmp / "offsets" / str(n)).write_text("\n".join(["v1", META, *sources]))
     for n in commits:
         (tmp / "commits" / str(n)).write_text('v1\n{"nextBatchWatermarkMs":0}')
-    return sc.Checkpoint(tmp)
+    return sc.Checkpoint(Local(tmp))
 
 
 def test_the_next_batch_carries_each_kafka_position_translated_and_other_sources_as_they_were(tmp_path: Path) -> None:
@@ -36,7 +38,7 @@ def test_the_next_batch_carries_each_kafka_position_translated_and_other_sources
     assert moved.sources == ('{"orders":{"0":60,"1":91},"payments":{"0":30}}', '{"audit":{"0":1000}}',
                              '{"logOffset":1}')
     written = sc.write(ck, moved)
-    assert [p.relative_to(tmp_path).as_posix() for p in written] == ["offsets/2", "commits/2"]
+    assert written == [str(tmp_path / "offsets" / "2"), str(tmp_path / "commits" / "2")]
     assert (tmp_path / "offsets" / "2").read_text() == "\n".join(["v1", META, *moved.sources])
     assert (tmp_path / "commits" / "2").read_text() == 'v1\n{"nextBatchWatermarkMs":0}'
     assert ck.last_committed() == moved
@@ -70,13 +72,13 @@ def test_lines_of_other_sources_are_not_taken_for_kafka(line: str) -> None:
 
 def test_a_folder_that_is_not_a_checkpoint_is_named(tmp_path: Path) -> None:
     with pytest.raises(sc.CheckpointError, match="has no offsets/ entries"):
-        sc.Checkpoint(tmp_path).last_committed()
+        sc.Checkpoint(Local(tmp_path)).last_committed()
     (tmp_path / "offsets").mkdir()
     (tmp_path / "offsets" / "0").write_text("v2\n{}\n-")
     (tmp_path / "commits").mkdir()
     (tmp_path / "commits" / "0").write_text("v1\n{}")
     with pytest.raises(sc.CheckpointError, match="not a Spark offset log entry of version v1"):
-        sc.Checkpoint(tmp_path).last_committed()
+        sc.Checkpoint(Local(tmp_path)).last_committed()
 
 
 def test_an_interrupted_translation_is_finished_and_any_other_uncommitted_batch_refused(tmp_path: Path) -> None:
@@ -88,7 +90,7 @@ def test_an_interrupted_translation_is_finished_and_any_other_uncommitted_batch_
     (tmp_path / "offsets" / "1").write_text("\n".join(["v1", META, *planned.sources]))  # died before the commit
     base, _planned, resuming = _base(ck, plus)
     assert base.batch == 0 and resuming
-    assert sc.write(ck, sc.moved(base, plus)) == [tmp_path / "commits" / "1"]  # only what was missing
+    assert sc.write(ck, sc.moved(base, plus)) == [str(tmp_path / "commits" / "1")]  # only what was missing
     assert ck.last_committed().sources == ('{"t":{"0":103,"1":104}}',)
 
     (tmp_path / "offsets" / "2").write_text("v1\n" + META + '\n{"t":{"0":200,"1":200}}')  # the query's own
@@ -102,11 +104,11 @@ def test_a_stateful_query_is_refused_and_a_file_sink_gets_its_empty_entry(tmp_pa
     sink.mkdir(parents=True)
     (sink / "0").write_text('v1\n{"path":"file:/out/part-0.parquet","size":1,"isDir":false,"modificationTime":1,'
                             '"blockReplication":1,"blockSize":1,"action":"add"}')
-    written = sc.write(ck, sc.moved(ck.last_committed(), lambda t, p, o: o), sink)
-    assert written == [tmp_path / "ck" / "offsets" / "1", sink / "1", tmp_path / "ck" / "commits" / "1"]
+    written = sc.write(ck, sc.moved(ck.last_committed(), lambda t, p, o: o), Local(sink))
+    assert written == [str(tmp_path / "ck" / "offsets" / "1"), str(sink / "1"), str(tmp_path / "ck" / "commits" / "1")]
     assert (sink / "1").read_text() == "v1"
     with pytest.raises(sc.CheckpointError, match="no file sink log here"):
-        sc.write(ck, sc.moved(ck.last_committed(), lambda t, p, o: o), tmp_path / "elsewhere")
+        sc.write(ck, sc.moved(ck.last_committed(), lambda t, p, o: o), Local(tmp_path / "elsewhere"))
     (tmp_path / "ck" / "state" / "0").mkdir(parents=True)
     with pytest.raises(sc.CheckpointError, match="holds state") as err:
         ck.last_committed()
@@ -174,3 +176,41 @@ def test_a_stateful_checkpoint_still_gives_its_positions_for_a_new_checkpoint(tm
         ck.last_committed()
     assert sc.starting_offsets(sc.moved(ck.last_committed(stateful_ok=True), lambda t, p, o: o + 1)) == \
         {"0": '{"t":{"0":4}}'}
+
+
+def test_where_a_checkpoint_is_and_what_offline_reads(tmp_path: Path) -> None:
+    from cutover.plan import load_plan
+    from cutover.readers import store, translate
+
+    _checkpoint(tmp_path / "ck", {0: ['{"orders":{"0":5}}']}, commits=[0])
+    (tmp_path / "plan.yaml").write_text(
+        "name: p\nclusters:\n  old: {bootstrap.servers: '127.0.0.1:1'}\n  new: {bootstrap.servers: '127.0.0.1:2'}\n"
+        "topics: {include: [orders]}\n"
+        "readers:\n  - {name: q, kind: spark-checkpoint, checkpoint: 'file://" + str(tmp_path / "ck") + "'}\n"
+        "  - {name: s3, kind: spark-checkpoint, checkpoint: 's3a://lake/ck'}\n"
+        "  - {name: c, kind: connect, old_url: 'http://127.0.0.1:1', new_url: 'http://127.0.0.1:2', "
+        "connectors: [files]}\n")
+    plan = load_plan(tmp_path / "plan.yaml")
+    assert store.local(plan, "file:///var/x") == Path("/var/x") and store.local(plan, "ck") == tmp_path / "ck"
+    assert [store.remote(r.checkpoint) for r in plan.spec.readers] == [False, True, False]
+    assert isinstance(store.folder(plan, "s3a://lake/ck"), store.ObjectStore)
+    # --offline: the local checkpoint is read; nothing on a server is asked (no storage or worker listens here)
+    found, problems = translate.positions(plan, reach=False)
+    assert [(e["reader"], e.get("last_committed_batch"), e.get("not_read")) for e in found] == [
+        ("q", 0, None), ("s3", None, "on a server: --offline connects to nothing"),
+        ("c", None, "on a server: --offline connects to nothing")]
+    assert problems == []
+    with pytest.raises(UsageError, match="no bucket in this location"):
+        store.folder(plan, "s3a:///ck")
+    # storage out of reach (nothing listens on the endpoint): a named problem, not a stack trace
+    (tmp_path / "plan.yaml").write_text(
+        "name: p\nclusters:\n  old: {bootstrap.servers: '127.0.0.1:1'}\n  new: {bootstrap.servers: '127.0.0.1:2'}\n"
+        "catalog: {name: c, type: rest, uri: 'http://127.0.0.1:1', properties: {s3.endpoint: 'http://127.0.0.1:1', "
+        "s3.region: us-east-1, s3.access-key-id: k, s3.secret-access-key: s}}\n"
+        "readers:\n  - {name: s3, kind: spark-checkpoint, checkpoint: 's3a://lake/ck'}\n")
+    found, problems = translate.positions(load_plan(tmp_path / "plan.yaml"))
+    assert found[0]["location"] == "s3a://lake/ck" and len(problems) == 1
+    assert problems[0][1].startswith("reader s3: storage http://127.0.0.1:1 bucket lake (listing s3a://lake/ck) "
+                                     "cannot be used: "), problems
+    assert problems[0][2] == "check catalog.properties s3.endpoint and that the storage is up and reachable from " \
+                             "this host"
