@@ -13,7 +13,7 @@ from cutover.lake import spark as spark_mod
 from cutover.plan import load_plan
 
 
-def main(plan_file: str, side: str, topics: str, checkpoint: str, output: str) -> None:
+def main(plan_file: str, side: str, topics: str, checkpoint: str, output: str, mode: str = "available-now") -> None:
     plan = load_plan(plan_file)
     spark = spark_mod.session(plan, "cutover-readers-test")
     source = (spark.readStream.format("kafka")
@@ -22,11 +22,12 @@ def main(plan_file: str, side: str, topics: str, checkpoint: str, output: str) -
               .option("maxOffsetsPerTrigger", "20").option("failOnDataLoss", "true")
               .load()
               .selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value"))
-    query = (source.writeStream.format("parquet").option("path", output).option("checkpointLocation", checkpoint)
-             .trigger(availableNow=True).start())
+    writer = source.writeStream.format("parquet").option("path", output).option("checkpointLocation", checkpoint)
+    query = (writer.trigger(processingTime="1 second") if mode == "running" else writer.trigger(availableNow=True)
+             ).start()
     query.awaitTermination()
     spark.stop()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])

@@ -14,9 +14,9 @@ import pytest
 
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, derive
-from tests.conftest import cutover
+from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic
-from tests.integration.stream_query_util import canary, query, records, translate
+from tests.integration.stream_query_util import ROOT, canary, query, records, translate
 
 pytestmark = pytest.mark.slow  # three Spark queries, a promote and a rollback: CI's slow lane
 
@@ -41,8 +41,9 @@ def _switch(plan_file: Path, action: str, most: int = 3) -> tuple[int, Any]:
 def test_a_streaming_query_moves_to_the_new_cluster_and_back_at_exactly_the_next_record(
         sandbox: Sandbox, plan: Plan, spark: Any, ns: str, tmp_path: Path) -> None:
     old, new = plan.cluster("old"), plan.cluster("new")
-    topics = [f"{ns}.orders"]
-    create_topic(old, topics[0], 2)
+    topics = [f"{ns}.orders", f"{ns}.payments"]  # two topics, one Kafka source
+    for topic in topics:
+        create_topic(old, topic, 2)
     kills, log = tmp_path / "kills", tmp_path / "hooks.log"
     kills.mkdir()
     kill = (f'f="{kills}/$CUTOVER_ACTION.$CUTOVER_STEP"\n'
@@ -60,7 +61,7 @@ def test_a_streaming_query_moves_to_the_new_cluster_and_back_at_exactly_the_next
 
     checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
     sent = records(old, topics, "1", 40)
-    query(plan_file, "old", topics, str(checkpoint), str(out))  # batches of at most 20 records: 0 and 1
+    query(plan_file, "old", topics, str(checkpoint), str(out))  # batches of at most 20 records: 0 to 3
     files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
 
     # Refused before the mirror has copied anything: no mapping yet; nothing written, no stack trace.
@@ -76,11 +77,12 @@ def test_a_streaming_query_moves_to_the_new_cluster_and_back_at_exactly_the_next
     assert dry["next_batch"] == n and dry["written"] == [] and dry["canary"] == []  # same next record on both
     # the positions are the checkpoint's own (where phase 1 ended, per partition); the map is not the identity
     assert {(p["topic"], p["partition"]): p["source_offset"] for p in dry["positions"]} == \
-        {(topics[0], 0): 20, (topics[0], 1): 20}
+        {(t, p): 20 for t in topics for p in (0, 1)}
     assert any(p["target_offset"] != p["source_offset"] for p in dry["positions"])
     canary(old, new, dry, source_is_old=True)  # read here too, not only by cutover's own canary
     starting = translate(plan_file, "--starting-offsets")["starting_offsets"]
-    assert json.loads(starting["0"]) == {topics[0]: {str(p["partition"]): p["target_offset"] for p in dry["positions"]}}
+    assert json.loads(starting["0"]) == {t: {str(p["partition"]): p["target_offset"] for p in dry["positions"]
+                                             if p["topic"] == t} for t in topics}
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == files
     shown = cutover("promote", "--plan", str(plan_file), "--dry-run")
     assert shown.code == 0, shown.err
@@ -121,3 +123,52 @@ def test_a_streaming_query_moves_to_the_new_cluster_and_back_at_exactly_the_next
     # the killed step ran again, its hook too (hooks are idempotent); its move was not repeated
     assert log.read_text().splitlines() == ["stop orders-query old", "stop orders-query old", "start orders-query new",
                                             "stop orders-query new", "start orders-query old"]
+
+
+def test_a_query_that_still_runs_fails_at_its_next_batch_and_never_reads_the_wrong_range(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path, spark: Any) -> None:
+    """Nothing outside Spark says whether a query runs (no lock, no group): one left running by mistake, idle
+    when its checkpoint is moved, must fail at its next batch (Spark's own "Concurrent update to the log")
+    without writing a record, and the moved checkpoint must stand."""
+    old = plan.cluster("old")
+    topics = [f"{ns}.orders", f"{ns}.payments"]
+    for topic in topics:
+        create_topic(old, topic, 2)
+    checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+    plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
+                       topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+                       switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
+                       readers=[{"name": "orders-query", "kind": "spark-checkpoint", "checkpoint": str(checkpoint),
+                                 "sink": str(out)}]).file
+    sent = records(old, topics, "1", 20)
+    assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0
+    log = tmp_path / "query.log"
+    with log.open("w") as err:
+        running = subprocess.Popen([sys.executable, "-m", "tests.integration.spark_stream_query", str(plan_file), "old",
+                                    ",".join(topics), str(checkpoint), str(out), "running"],
+                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        def read_all_of_it() -> bool:
+            done = sorted(int(f.name) for f in (checkpoint / "commits").glob("[0-9]*")) if checkpoint.is_dir() else []
+            return bool(done) and all(json.loads(line) == {t: {"0": 10, "1": 10} for t in topics} for line in
+                                      (checkpoint / "offsets" / str(done[-1])).read_text().splitlines()[2:])
+
+        wait_for(read_all_of_it, 300, "the running query to commit what the topics hold")
+        assert running.poll() is None  # running, idle: nothing new to read
+        moved = translate(plan_file, "--execute")
+        n = moved["next_batch"]
+        planned = (checkpoint / "offsets" / str(n)).read_text()
+
+        sent_later = records(old, topics, "2", 10)  # the running query wakes up for these
+        assert running.wait(300) != 0
+    finally:
+        running.kill()
+        running.wait(30)
+    assert "Concurrent update to the log" in log.read_text(), log.read_text()[-3000:]
+    assert (checkpoint / "offsets" / str(n)).read_text() == planned  # cutover's batch stands
+    assert not (checkpoint / "offsets" / str(n + 1)).exists()
+    assert Counter(r["value"] for r in spark.read.parquet(str(out)).collect()) == Counter(sent)  # nothing more
+
+    assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0
+    query(plan_file, "new", topics, str(checkpoint), str(out))  # from the moved batch: exactly the next records
+    assert Counter(r["value"] for r in spark.read.parquet(str(out)).collect()) == Counter(sent + sent_later)
