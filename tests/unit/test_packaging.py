@@ -41,3 +41,19 @@ def test_an_installed_package_finds_its_own_copies(tmp_path: Path, monkeypatch: 
     assert shipped.folder("runbooks") == site / "runbooks"  # no checkout beside it: the wheel's copy
     monkeypatch.setattr(shipped, "_HERE", ROOT / "cutover")
     assert shipped.folder("runbooks") == ROOT / "runbooks"  # a checkout: the repository's folder
+
+
+def test_every_file_a_package_reads_at_run_time_is_in_the_wheel() -> None:
+    """Files beside the modules (the Java programs cutover runs in Java's single-file mode, the registry's
+    build files) travel only when package-data names them: an installed cutover would not find them."""
+    data = _setuptools()["package-data"]
+    missing = []
+    for path in (ROOT / "cutover").rglob("*"):
+        if not path.is_file() or path.suffix in (".py", ".pyc", ".typed") or "__pycache__" in path.parts:
+            continue
+        rel = path.relative_to(ROOT / "cutover")
+        owners = [(".".join(("cutover", *rel.parts[:i])), "/".join(rel.parts[i:])) for i in range(len(rel.parts))]
+        if not any(fnmatch.fnmatch(name, pat) for pkg, name in owners
+                   for pat in data.get(pkg, [])):  # type: ignore[attr-defined]
+            missing.append(str(rel))
+    assert missing == [], f"not in [tool.setuptools.package-data]: {missing}"
