@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
@@ -63,6 +63,22 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def json_lines(path: Path) -> list[dict[str, Any]]:
+    """Every entry of a JSON-lines record, oldest first; none when the file is not there. A line that does
+    not parse (a torn last line: its writer died while writing it) is left out."""
+    import json
+
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 def replace_file(path: Path, text: str) -> None:

@@ -66,8 +66,8 @@ def _apply_verbosity(flags: dict[str, bool]) -> None:
 class _Workflow(click.Group):
     """Commands listed in the order a migration uses them, not alphabetically."""
 
-    ORDER = ("demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "readers", "shadow", "verify",
-             "drill", "promote", "status", "rollback", "complete", "cancel", "jars")
+    ORDER = ("demo", "local", "init", "plan", "assess", "registry", "rights", "mirror", "offsets", "readers", "shadow",
+             "verify", "drill", "promote", "status", "rollback", "complete", "cancel", "jars")
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = super().list_commands(ctx)
@@ -84,9 +84,10 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import drill, init, local, mirror, plan, readers, registry, rights, shadow, switch, verify
+    from cutover.cli import assess, drill, init, local, mirror, plan, readers, registry, rights, shadow, switch, verify
 
     cli.add_command(init.init_cmd)
+    cli.add_command(assess.assess_cmd)
     cli.add_command(plan.plan_group)
     cli.add_command(local.local_group)
     cli.add_command(local.jars_group)

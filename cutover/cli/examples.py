@@ -76,6 +76,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "shadow status": ("cutover shadow status --plan plan.yaml",
                       "cutover shadow status --plan plan.yaml --table orders -o json"),
     "status": ("cutover status --plan plan.yaml", "cutover status --plan plan.yaml -o json"),
+    "assess": ("cutover assess --plan plan.yaml",
+               "cutover assess --plan plan.yaml --report reports/assess -o json"),
     "verify": ("cutover verify --plan plan.yaml",
                "cutover verify --plan plan.yaml --table orders --report reports/"),
 }

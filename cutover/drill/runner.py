@@ -88,8 +88,24 @@ def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
             drill.close()
     result = report.result(runbook, plan, drill, started)
     report.write(folder, result)
+    _remember(plan, runbook, result, folder)
     progress(f"drill report: {folder / 'report.html'}")
     return result
+
+
+def _remember(plan: Plan, runbook: Runbook, result: dict[str, Any], folder: Path) -> None:
+    """One line in the plan's journal folder (drills.jsonl) per drill run with it: `cutover assess` reads
+    when a drill last passed for this plan."""
+    import json
+
+    from cutover.switch import journal
+
+    path = journal.directory(plan) / "drills.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = {"runbook": runbook.name, "passed": bool(result.get("passed")), "started": result.get("started"),
+            "ended": result.get("ended"), "report": str(folder.absolute())}
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(line, sort_keys=True) + "\n")
 
 
 def _failed_check(drill: Drill) -> bool:

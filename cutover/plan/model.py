@@ -268,6 +268,12 @@ class Gates:
     max_lag_rows: LagGate = field(default_factory=LagGate)
     #: After the freeze, the old cluster's end offsets must stand still this long.
     quiet_period: Duration = Duration(10)
+    #: `cutover assess`: a blocker when a table's writer (old pipeline or shadow) could be down for less than
+    #: this before retention deletes records it has not written (from retention and the produce rate).
+    min_replay_window: Duration = Duration(6 * 3600)
+    #: `cutover assess`: how long after promote a rollback must stay possible; the old cluster's retention must
+    #: keep what the reverse mirror carries back that long.
+    rollback_window: Duration = Duration(24 * 3600)
 
 
 HOOK_EVENTS = (
@@ -505,6 +511,34 @@ class Reader:
 
 
 @dataclass(frozen=True)
+class Observability:
+    """Where cutover's metrics are watched."""
+
+    #: The Prometheus that scrapes cutover's exporters (http://host:9090): `cutover assess` asks it which
+    #: cutover targets are up and whether cutover's alert rules are loaded. cutover never needs it to run.
+    prometheus: str | None = None
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Prices for `cutover assess`'s cost estimate, in your currency: cutover has no price list (prices change).
+    Any left out is not estimated."""
+
+    #: The currency the prices are in, as shown.
+    currency: str = "USD"
+    #: Object storage, per GB and month (the new tables).
+    storage_gb_month: float | None = None
+    #: Kafka storage on the new cluster, per GB and month (before replication).
+    kafka_gb_month: float | None = None
+    #: Object store write requests (PUT, COPY, POST, LIST), per 1,000.
+    put_per_1000: float | None = None
+    #: Object store read requests (GET), per 1,000.
+    get_per_1000: float | None = None
+    #: Network transfer out of the old cluster, per GB (the backfill).
+    transfer_gb: float | None = None
+
+
+@dataclass(frozen=True)
 class PlanSpec:
     """What the YAML holds. `Plan` adds where it came from."""
 
@@ -532,6 +566,10 @@ class PlanSpec:
     complete: Complete = field(default_factory=Complete)
     #: Readers whose positions live outside consumer groups, moved exactly by `cutover readers translate`.
     readers: list[Reader] = field(default_factory=list)
+    #: Prices for `cutover assess`'s cost estimate (optional).
+    prices: Prices | None = None
+    #: Where cutover's metrics are watched (optional).
+    observability: Observability | None = None
 
 
 ClusterSide = Literal["old", "new"]

@@ -14,19 +14,11 @@ from cutover.plan import ClusterSide, Plan
 
 
 def moves(plan: Plan) -> list[dict[str, Any]]:
-    """Every recorded entry, oldest first."""
+    """Every recorded entry, oldest first (a torn last line: that execution did not finish recording)."""
+    from cutover.common import json_lines
     from cutover.switch import journal
 
-    path = journal.directory(plan) / "readers.jsonl"
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a torn last line: that execution did not finish recording
-    return out
+    return json_lines(journal.directory(plan) / "readers.jsonl")
 
 
 def last(plan: Plan, location: str) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, load_plan
@@ -132,3 +133,39 @@ def test_a_sasl_mismatch_is_named_in_plan_check_and_in_the_mirror(
     passwords = [line.split("=", 1)[1] for line in secure.secrets_file.read_text().splitlines() if "=" in line]
     assert not any(p in check.out + check.err + mirror.out + mirror.err for p in passwords)
     assert "Traceback" not in check.err + mirror.err
+
+
+def test_assess_reads_the_security_and_a_refused_call_is_unknown(secure: Sandbox, tmp_path: Path, ns: str) -> None:
+    """`cutover assess` on SASL/SCRAM with ACLs: the old cluster enforces them. With a principal that may do
+    nothing, what the cluster refuses is unknown with its refusal, never a crash."""
+    topic = f"{ns}.assessed"
+    create_topic(load_plan(secure.plan_file).cluster("old"), topic, 1)
+    admin_plan = tmp_path / "admin.yaml"
+    data = yaml.safe_load(secure.plan_file.read_text())
+    data.update({"env_file": str(secure.secrets_file), "topics": {"include": [f"{ns}\\..*"]}, "tables": []})
+    admin_plan.write_text(yaml.safe_dump(data))
+    run = cutover("assess", "--plan", str(admin_plan), "--sample", "0", "--probe", "0", "-o", "json")
+    assert run.code in (0, 3) and "Traceback" not in run.err, run.err
+    security = next(r for r in run.json()["rows"] if r["key"] == "security")
+    assert security["evidence"]["old"] == {"protocol": "SASL_PLAINTEXT", "sasl": "SCRAM-SHA-256",
+                                           "acls_enforced": True}
+    assert security["evidence"]["new"]["acls_enforced"] is False
+    assert not any(f["reason"].startswith("the old cluster enforces no ACLs") for f in security["findings"])
+    assert security["evidence"]["secrets_inline"] == []  # the sandbox's plan takes them from its env file
+
+    # A principal with no rights at all: the calls assess needs are refused; those readings are unknown, named
+    admin = AdminClient(load_plan(secure.plan_file).cluster("old"))
+    nobody = f"nobody-{ns[-6:]}"
+    done = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        nobody, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"nobody-password-1")])
+    for future in done.values():
+        future.result(timeout=30)
+    data["clusters"]["old"].update({"sasl.username": nobody, "sasl.password": "${NOBODY_PASSWORD}"})
+    (tmp_path / "nobody.yaml").write_text(yaml.safe_dump(data))
+    run = cutover("assess", "--plan", str(tmp_path / "nobody.yaml"), "--sample", "0", "--probe", "0", "-o", "json",
+                  env={"NOBODY_PASSWORD": "nobody-password-1"})
+    assert run.code in (0, 3) and "Traceback" not in run.err, run.err
+    security = next(r for r in run.json()["rows"] if r["key"] == "security")
+    unknown = [f["reason"] for f in security["findings"] if f["verdict"] == "unknown"]
+    assert any(u.startswith("whether the old cluster enforces ACLs: ") for u in unknown), security["findings"]
+    assert "nobody-password-1" not in run.out + run.err

@@ -68,7 +68,8 @@ def test_help_lists_only_working_commands(capsys: pytest.CaptureFixture[str]) ->
     assert code == 0
     listed = [line.split()[0] for line in out.split("Commands:")[1].splitlines() if line.startswith("  ")]
     # in the order a migration uses them
-    assert listed == ["demo", "local", "init", "plan", "registry", "rights", "mirror", "offsets", "readers", "shadow",
+    assert listed == ["demo", "local", "init", "plan", "assess", "registry", "rights", "mirror", "offsets", "readers",
+                      "shadow",
                       "verify", "drill", "promote", "status", "rollback", "complete", "cancel", "jars"]
 
 
