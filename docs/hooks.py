@@ -24,6 +24,11 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
         from cutover.mirror import metrics
 
         markdown = markdown.replace("<!-- generated: metrics -->", metrics.reference())
+    if "<!-- generated: shadow-metrics -->" in markdown:
+        from cutover.mirror import metrics
+        from cutover.shadow.metrics import ShadowMetrics
+
+        markdown = markdown.replace("<!-- generated: shadow-metrics -->", metrics.reference(ShadowMetrics(None)))
     if "<!-- generated: exit-codes -->" in markdown:
         markdown = markdown.replace("<!-- generated: exit-codes -->", _exit_codes())
     return markdown

@@ -28,13 +28,7 @@ class Metrics:
         self.group_sync = Gauge("cutover_mirror_group_sync_timestamp_seconds", "Last sync of a consumer group",
                                 ["direction", "group"], registry=self.registry)
         if port is not None:
-            try:
-                start_http_server(port, registry=self.registry)
-            except OSError as exc:
-                raise UsageError(f"--metrics-port {port}: cannot serve metrics on port {port} of this host: "
-                                 f"{exc.strerror or exc}",
-                                 fix=f"choose a free port, or stop what holds it (ss -ltnp 'sport = :{port}' "
-                                     "shows it); ports below 1024 need privileges") from None
+            serve(self.registry, port)
 
     def observe(self, direction: str, ends: Mapping[TP, int], positions: Mapping[TP, int]) -> None:
         """Source end offsets and the mirror's positions (next source offset to mirror) per partition."""
@@ -55,12 +49,27 @@ class Metrics:
         self.group_sync.labels(direction, group).set(at)
 
 
-def reference() -> str:
-    """Every metric the mirror serves, as a Markdown table (the docs site's metrics reference)."""
+def serve(registry: CollectorRegistry, port: int) -> None:
+    """Serve the registry on http://HOST:port/metrics (a thread of this process); a port in use, named."""
+    try:
+        start_http_server(port, registry=registry)
+    except OSError as exc:
+        raise UsageError(f"--metrics-port {port}: cannot serve metrics on port {port} of this host: "
+                         f"{exc.strerror or exc}",
+                         fix=f"choose a free port, or stop what holds it (ss -ltnp 'sport = :{port}' "
+                             "shows it); ports below 1024 need privileges") from None
+
+
+def reference(served: object | None = None) -> str:
+    """Every metric a part serves (default: the mirror's), as a Markdown table (the docs site's metrics
+    reference): the attributes of `served` that are metrics."""
+    from prometheus_client import Histogram
+
     rows = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
-    for metric in vars(Metrics(None)).values():
-        if isinstance(metric, Gauge | Counter):
-            kind = "counter" if isinstance(metric, Counter) else "gauge"
+    for metric in vars(served if served is not None else Metrics(None)).values():
+        if isinstance(metric, Gauge | Counter | Histogram):
+            kind = "counter" if isinstance(metric, Counter) else "histogram" if isinstance(metric, Histogram) \
+                else "gauge"
             name = metric._name + ("_total" if kind == "counter" else "")  # prometheus-client's own names
             rows.append(f"| `{name}` | {kind} | {', '.join(metric._labelnames)} | {metric._documentation} |")
     return "\n".join(rows) + "\n"

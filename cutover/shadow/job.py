@@ -63,6 +63,8 @@ class Options:
     #: Write each pair's old (canonical) table instead of its new one: the table promote hands over.
     canonical: bool = False
     timeout: float = DEFAULT_TIMEOUT
+    #: serve the shadow's Prometheus metrics on this port (shadow/metrics.py)
+    metrics_port: int | None = None
 
 
 def targets(plan: Plan, which: str | None, canonical: bool) -> list[TablePair]:
@@ -121,6 +123,9 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> ShadowSummary:
     partitions = _partitions(ref, [p.topic for p in pairs], opts.timeout)
     java_properties(ref.name, ref.properties)  # TLS files and SASL named now, not in an executor's log
     from cutover.lake import spark as spark_mod
+    from cutover.shadow.metrics import ShadowMetrics
+
+    metrics = None if opts.metrics_port is None else ShadowMetrics(opts.metrics_port)  # a port in use: named now
 
     progress(f"starting Spark ({plan.spec.spark.master}) for {len(pairs)} table(s) from the {opts.cluster} cluster")
     spark = spark_mod.session(plan, f"cutover-shadow-{plan.name}")
@@ -130,6 +135,9 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> ShadowSummary:
     try:
         for pair in pairs:
             writer, starting = _prepare(spark, plan, pair, ref, cluster_id, partitions[pair.topic], run_id, opts)
+            writer.metrics, writer.source = metrics, ref
+            if metrics is not None:
+                metrics.writes(writer.table)
             checkpoint = _checkpoint(plan, pair.new, run_id)
             writers.append(writer)
             checkpoints.append(checkpoint)

@@ -33,6 +33,9 @@ from cutover.shadow.decode import ERROR, UNKNOWN, Decoder, Payload, dead_letters
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from cutover.kafka.clients import ClusterRef
+    from cutover.shadow.metrics import ShadowMetrics
+
 log = logging.getLogger("cutover.shadow")
 T = TypeVar("T")
 
@@ -83,6 +86,8 @@ class BatchStats:
     bad: int
     #: fields of good records that the table lacks (schema drift)
     unknown: list[str]
+    #: the Kafka timestamp (epoch seconds) of the newest record the table gets
+    newest: float | None = None
 
     @classmethod
     def of(cls, marked: DataFrame) -> BatchStats:
@@ -91,14 +96,16 @@ class BatchStats:
         good = F.col(ERROR).isNull()
         aggs = [F.min("kafka_offset"), F.max("kafka_offset"), F.count(F.when(~good, 1)),
                 F.min(F.when(good, F.col("kafka_offset"))), F.max(F.when(good, F.col("kafka_offset"))),
-                F.count(F.when(good, 1))]
+                F.count(F.when(good, 1)), F.max(F.when(good, F.col("kafka_timestamp").cast("double")))]
         if UNKNOWN in marked.columns:
             aggs.append(F.array_distinct(F.flatten(F.collect_list(F.when(good, F.col(UNKNOWN))))))
         rows = marked.groupBy("kafka_partition").agg(*aggs).collect()
-        unknown = sorted({n for r in rows for n in (r[7] if len(r) > 7 else None) or []})
+        unknown = sorted({n for r in rows for n in (r[8] if len(r) > 8 else None) or []})
+        stamps_ = [r[7] for r in rows if r[7] is not None]
         return cls(spans={r[0]: (r[1], r[2]) for r in rows},
                    added={r[0]: (r[4], r[5]) for r in rows if r[6]},
-                   rows=sum(r[6] for r in rows), bad=sum(r[3] for r in rows), unknown=unknown)
+                   rows=sum(r[6] for r in rows), bad=sum(r[3] for r in rows), unknown=unknown,
+                   newest=max(stamps_) if stamps_ else None)
 
 
 @dataclass
@@ -119,6 +126,12 @@ class TableWriter:
     #: The table's newest stamped snapshot when this run began: --start-offsets may continue a table from
     #: another cluster's stamp; another cluster's stamp made since is the switch's hand-over.
     started_on: int | None = None
+    #: `--metrics-port`: the shadow's Prometheus metrics, and the cluster read (for the lag)
+    metrics: ShadowMetrics | None = None
+    source: ClusterRef | None = None
+    #: after each commit: the table's next offset per partition, and the dead letters' reasons
+    positions: dict[int, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def table(self) -> str:
@@ -142,16 +155,36 @@ class TableWriter:
 
     def _batch(self, df: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
+        m = self.metrics
         # Retried while the catalog or storage fails; each attempt re-reads the offsets.
-        stats = retrying(lambda: self._commit(df), f"committing to table {self.table}", self.commit_timeout)
+        try:
+            stats = retrying(lambda: self._commit(df), f"committing to table {self.table}", self.commit_timeout,
+                             failed=None if m is None else lambda: m.failures.labels(self.table).inc())
+        except CutoverError:
+            if m is not None:
+                m.gave_up.labels(self.table).inc()
+            raise
         if stats is None:
             return
         self.counters.batches += 1
         took = time.monotonic() - started
+        if m is not None:
+            self._observe(m, stats, took)
         progress(f"{self.table}: batch {batch_id}: +{stats.rows:,} rows"
                  + (f", {stats.bad:,} dead-lettered" if stats.bad else "")
                  + f" ({stats.rows / took if took else 0:,.0f} rows/s), offsets "
                  + ", ".join(f"{p}:{a}..{b}" for p, (a, b) in sorted(stats.spans.items())))
+
+    def _observe(self, m: ShadowMetrics, stats: BatchStats, took: float) -> None:
+        m.committed(self.table, stats.rows, took, time.time(), stats.newest)
+        m.dead_lettered(self.table, self.reasons)
+        if self.source is not None:
+            from cutover.kafka.offsets import log_offsets
+
+            tps = [(self.pair.topic, p) for p in self.positions]
+            starts, ends = log_offsets(self.source, tps, "start"), log_offsets(self.source, tps, "end")
+            m.behind(self.table, self.pair.topic, self.positions, {p: o for (_t, p), o in starts.items()},
+                     {p: o for (_t, p), o in ends.items()})
 
     def _commit(self, df: DataFrame) -> BatchStats | None:
         """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
@@ -171,9 +204,13 @@ class TableWriter:
                 marked.unpersist()
                 marked = self._drift(df.where(_at_or_after(done)), marked, stats).persist()
                 stats = BatchStats.of(marked)
+            self.reasons = {}
             if stats.bad:
                 self._dead_letter(marked, stats.spans, stats.bad)
-            props = stamps.stamp(self.cluster_id, self.pair.topic, stats.added, stamps.advance(done, stats.spans),
+                if self.metrics is not None:
+                    self.reasons = _reasons(marked)
+            self.positions = stamps.advance(done, stats.spans)
+            props = stamps.stamp(self.cluster_id, self.pair.topic, stats.added, self.positions,
                                   self.run_id, main.dead_letter_rows + stats.bad)
             assert base is not None  # tables are created with a first (empty) snapshot
             tables.publish(df.sparkSession, self.plan, self.table, tbl, table_rows(marked, self.payload), props, base,
@@ -247,9 +284,18 @@ class TableWriter:
         log.warning("%s: %d record(s) went to %s", self.table, bad, name)
 
 
-def retrying(attempt: Callable[[], T], doing: str, timeout: float) -> T:
+def _reasons(marked: DataFrame) -> dict[str, int]:
+    """Dead letters per reason: an error's text up to its first colon (its kind, not its details)."""
+    from pyspark.sql import functions as F
+
+    kinds = marked.where(F.col(ERROR).isNotNull()).groupBy(F.substring_index(F.col(ERROR), ":", 1)).count()
+    return {str(r[0]): int(r[1]) for r in kinds.collect()}
+
+
+def retrying(attempt: Callable[[], T], doing: str, timeout: float, failed: Callable[[], object] | None = None) -> T:
     """Run `attempt` again while the catalog or storage fails (any error but a cutover error that
-    is not retryable), for up to `timeout` seconds; then raise the failure, named."""
+    is not retryable), for up to `timeout` seconds; then raise the failure, named. `failed` is called
+    at each failed attempt."""
     deadline = time.monotonic() + timeout
     delay = 0.5
     while True:
@@ -265,6 +311,8 @@ def retrying(attempt: Callable[[], T], doing: str, timeout: float) -> T:
             failure = UnreachableError(f"{doing} failed for {timeout:.0f}s: {cause}",
                                        fix="check the catalog and the warehouse storage, then run the same "
                                            "command again: it resumes from the table's offsets")
+        if failed is not None:
+            failed()
         if time.monotonic() + delay > deadline:
             raise failure from None
         log.warning("%s failed (%s); retrying for up to %.0fs", doing, cause, deadline - time.monotonic())

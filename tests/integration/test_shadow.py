@@ -4,6 +4,8 @@ snapshot, resumption from the table, dead letters, schema drift, either cluster.
 from __future__ import annotations
 
 import json
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +14,12 @@ import pytest
 from cutover.errors import Refused
 from cutover.lake import catalog as catalog_mod
 from cutover.lake import stamps
-from cutover.local.sandbox import Sandbox
+from cutover.local.sandbox import Sandbox, free_port
 from cutover.plan import Plan
 from cutover.shadow.writer import BadRecord, SchemaDrift
 from tests.conftest import cutover
 from tests.integration.kafka_util import create_topic, produce, read_all
+from tests.integration.metrics_util import scrape, value
 from tests.integration.shadow_util import as_rec, json_values, produce_txn, rows, shadow, shadow_plan, stamped
 
 pytestmark = pytest.mark.usefixtures("spark")  # one SparkSession for the in-process runs
@@ -98,7 +101,8 @@ def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_c
               {"value": b'{"id": 3, "amount": "many"}', "partition": 0}, {"value": None, "partition": 1},
               {"value": b"[1, 2]", "partition": 0}]
     produce(new, topic, json_values(10) + poison + json_values(4, start=10))
-    shadow(plan)
+    port, began = free_port(), time.time()
+    shadow(plan, metrics_port=port)
     good = rows(plan, f"{ns}.orders")
     assert [(r["id"], r["name"], float(r["amount"])) for r in good] == sorted(
         [(i, f"n{i}", i / 4) for i in range(14)], key=lambda t: (t[0] % 2, t[0]))
@@ -115,6 +119,22 @@ def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_c
     in_table = {(r["kafka_partition"], r["kafka_offset"]) for r in good}
     in_dead = {(r["kafka_partition"], r["kafka_offset"]) for r in dead}
     assert not in_table & in_dead and len(in_table | in_dead) == 19  # every record somewhere, once
+
+    # --metrics-port: what the shadow served, per table (scraped over HTTP after the run, the server still up)
+    served, table = scrape(port), f"{ns}.orders"
+    assert value(served, "cutover_shadow_rows_total", table=table) == 14
+    batches = value(served, "cutover_shadow_batches_total", table=table)
+    assert batches >= 1 and value(served, "cutover_shadow_batch_duration_seconds_count", table=table) == batches
+    reasons = Counter(str(r["error"]).split(":", 1)[0] for r in dead)
+    assert {labels["reason"]: n for labels, n in served["cutover_shadow_dead_letters_total"]} == reasons
+    assert {labels["partition"]: n for labels, n in served["cutover_shadow_lag_records"]
+            if labels["table"] == table} == {"0": 0, "1": 0}
+    assert {labels["partition"]: n for labels, n in served["cutover_shadow_retention_gap_records"]
+            if labels["table"] == table} == {"0": 0, "1": 0}
+    assert began <= value(served, "cutover_shadow_last_commit_timestamp_seconds", table=table) <= time.time()
+    assert value(served, "cutover_shadow_freshness_seconds", table=table) >= 0
+    assert value(served, "cutover_shadow_commit_failures_total", table=table) == 0  # there from the start
+    assert value(served, "cutover_shadow_commit_gave_up_total", table=table) == 0
 
     # Schema drift (evolve): a new field becomes a nullable column; earlier rows keep theirs.
     produce(new, topic, json_values(2, start=100, coupon="SPRING", score=7))

@@ -72,8 +72,12 @@ def test_the_metrics_reference_names_every_metric(site: Path) -> None:
     from cutover.mirror.metrics import Metrics
 
     text = _text(site / "reference" / "metrics" / "index.html")
+    from cutover.shadow.metrics import ShadowMetrics
+
     names = [f.name for f in Metrics(None).registry.collect()]
     assert len(names) >= 7 and [n for n in names if n not in text] == []
+    shadow = [f.name for f in ShadowMetrics(None).registry.collect()]
+    assert len(shadow) >= 9 and [n for n in shadow if n not in text] == []
 
 
 def test_the_readme_is_short_and_links_the_site() -> None:
