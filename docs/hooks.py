@@ -24,6 +24,10 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
         from cutover.mirror import metrics
 
         markdown = markdown.replace("<!-- generated: metrics -->", metrics.reference())
+    if "<!-- generated: exporter-metrics -->" in markdown:
+        from cutover.mirror import metrics
+
+        markdown = markdown.replace("<!-- generated: exporter-metrics -->", metrics.exporter_reference())
     if "<!-- generated: shadow-metrics -->" in markdown:
         from cutover.mirror import metrics
         from cutover.shadow.metrics import ShadowMetrics

@@ -67,7 +67,7 @@ class _Workflow(click.Group):
     """Commands listed in the order a migration uses them, not alphabetically."""
 
     ORDER = ("demo", "local", "init", "plan", "assess", "registry", "rights", "mirror", "offsets", "readers", "shadow",
-             "verify", "drill", "promote", "status", "rollback", "complete", "cancel", "jars")
+             "verify", "drill", "promote", "status", "exporter", "rollback", "complete", "cancel", "jars")
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = super().list_commands(ctx)
@@ -84,7 +84,21 @@ def cli(ctx: click.Context) -> None:
 
 
 def _register() -> None:
-    from cutover.cli import assess, drill, init, local, mirror, plan, readers, registry, rights, shadow, switch, verify
+    from cutover.cli import (
+        assess,
+        drill,
+        exporter,
+        init,
+        local,
+        mirror,
+        plan,
+        readers,
+        registry,
+        rights,
+        shadow,
+        switch,
+        verify,
+    )
 
     cli.add_command(init.init_cmd)
     cli.add_command(assess.assess_cmd)
@@ -101,6 +115,7 @@ def _register() -> None:
     cli.add_command(switch.promote_cmd)
     cli.add_command(switch.rollback_cmd)
     cli.add_command(switch.status_cmd)
+    cli.add_command(exporter.exporter_cmd)
     cli.add_command(switch.complete_cmd)
     cli.add_command(switch.cancel_cmd)
     cli.add_command(drill.drill_group)

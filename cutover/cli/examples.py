@@ -78,6 +78,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "status": ("cutover status --plan plan.yaml", "cutover status --plan plan.yaml -o json"),
     "assess": ("cutover assess --plan plan.yaml",
                "cutover assess --plan plan.yaml --report reports/assess -o json"),
+    "exporter": ("cutover exporter --plan plan.yaml --port 9420",
+                 "cutover exporter --plan plan.yaml --port 9420 --interval 15s"),
     "verify": ("cutover verify --plan plan.yaml",
                "cutover verify --plan plan.yaml --table orders --report reports/"),
 }

@@ -55,11 +55,11 @@ def timeout_option(whole: bool) -> Callable[[F], F]:
     text = ("The longest this command may take, in seconds: every cluster, the catalog and the storage are asked "
             "within it." if whole else "Seconds to wait for any one answer from a cluster, the catalog or the "
             "storage before giving up.")
-    return click.option("--timeout", type=_Seconds(), default=NETWORK_TIMEOUT, show_default=True,
+    return click.option("--timeout", type=Seconds(), default=NETWORK_TIMEOUT, show_default=True,
                         callback=bound, help=text + " Seconds, or a duration as plans write one (90s, 5m).")
 
 
-class _Seconds(click.ParamType):  # type: ignore[type-arg]
+class Seconds(click.ParamType):  # type: ignore[type-arg]
     """Seconds (at least 0.1), as a number or a duration the way plans write them (500ms, 90s, 5m, 1h)."""
 
     name = "SECONDS"

@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from cutover.local.sandbox import Sandbox, free_port
 from cutover.plan import derive
 from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic, produce
-from tests.integration.mirror_util import scoped_plan, start_mirror, stop
+from tests.integration.mirror_util import commit, scoped_plan, start_mirror, stop
 from tests.integration.shadow_util import json_values, shadow, shadow_plan
 from tests.unit.test_observe_files import exprs
 
@@ -107,28 +108,47 @@ def test_prometheus_scrapes_the_mirror_and_the_shadow_and_has_every_series_of_th
     old = plan.cluster("old")
     create_topic(old, topic, 2)
     produce(old, topic, [*json_values(20), {"value": b"not json", "partition": 0}])
-    mirror_port, shadow_port = free_port(), free_port()
-    _scrape(url, config, {"cutover-mirror": mirror_port, "cutover-shadow": shadow_port})
+    commit(old, f"{ns}.billing", {(topic, 0): 3})  # a group for the mirror to translate
+    mirror_port, shadow_port, exporter_port = free_port(), free_port(), free_port()
+    _scrape(url, config, {"cutover-mirror": mirror_port, "cutover-shadow": shadow_port,
+                          "cutover-exporter": exporter_port})
     mirror = start_mirror(mirror_plan, "--metrics-port", str(mirror_port))
+    exporter = subprocess.Popen([sys.executable, "-m", "cutover", "exporter", "--plan", str(plan.file), "--port",
+                                 str(exporter_port), "--interval", "2"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
     try:
         lag = 'sum(cutover_mirror_lag_records{job="cutover-mirror"})'
         wait_for(lambda: [r["value"][1] for r in _api(url, "query", query=lag)["result"]] == ["0"], 120,
                  "Prometheus to see the mirror caught up")
+        legacy = shadow_plan(mirror_plan, ns, tmp_path / "legacy", [{"topic": topic, "old": f"{ns}.x",
+                                                                      "new": f"{ns}.o", "schema": SCHEMA}])
+        shadow(legacy)  # the old pipeline's table, for verify to compare with
         shadow(plan, metrics_port=shadow_port)  # its metrics stay served by this process after the run
-        names = sorted({n for e in exprs() for n in re.findall(r"\b(cutover_[a-z_]+|up)\b", e)})
+        assert cutover("verify", "--plan", str(plan.file)).code == 0  # recorded on the table: the exporter reads it
+        # every series but the freeze window's, which the journal holds from the first promote on (this test
+        # does not promote; tests/integration/test_switch.py checks the window the journal records)
+        names = sorted({n for e in exprs() for n in re.findall(r"\b(cutover_[a-z_]+|up)\b", e)}
+                       - {"cutover_switch_freeze_window_seconds"})
 
         def missing() -> list[str]:
             return [n for n in names if not _api(url, "series", **{"match[]": n})]
 
-        wait_for(lambda: not missing(), 60, "Prometheus to hold every series the dashboard uses")
+        try:
+            wait_for(lambda: not missing(), 60, "Prometheus to hold every series the dashboard uses")
+        except AssertionError:
+            raise AssertionError(f"not in Prometheus: {missing()}") from None
         for expr in exprs():  # each panel's query evaluates in a real Prometheus
             _api(url, "query", query=expr)
         up = {r["metric"]["job"]: r["value"][1] for r in _api(url, "query", query='up{job=~"cutover.*"}')["result"]}
-        assert up == {"cutover-mirror": "1", "cutover-shadow": "1"}
+        assert up == {"cutover-mirror": "1", "cutover-shadow": "1", "cutover-exporter": "1"}
+        phase = _api(url, "query", query="cutover_switch_phase == 1")["result"]
+        assert [r["metric"]["phase"] for r in phase] == ["ready"]
+        passed = _api(url, "query", query=f'cutover_verify_passed{{table="{ns}.orders"}}')["result"]
+        assert [r["value"][1] for r in passed] == ["1"]
         rows = _api(url, "query", query=f'cutover_shadow_rows_total{{table="{ns}.orders"}}')["result"]
         assert [r["value"][1] for r in rows] == ["20"]
         groups = _api(url, "rules")["groups"]
-        assert [(g["name"], len(g["rules"])) for g in groups] == [("cutover", 7)]
+        assert [(g["name"], len(g["rules"])) for g in groups] == [("cutover", 11)]
         assert all(r["health"] == "ok" for g in groups for r in g["rules"]), groups
 
         # assess reads the same Prometheus: the targets up and the rules loaded make observability ready
@@ -137,8 +157,12 @@ def test_prometheus_scrapes_the_mirror_and_the_shadow_and_has_every_series_of_th
         assert run.code in (0, 3), run.err
         row = next(r for r in run.json()["rows"] if r["key"] == "observability" and r["kind"] == "question")
         assert row["verdict"] == "ready", row
-        assert sorted(t["job"] for t in row["evidence"]["targets"]) == ["cutover-mirror", "cutover-shadow"]
-        assert row["evidence"]["rules"] == 7
+        assert sorted(t["job"] for t in row["evidence"]["targets"]) == ["cutover-exporter", "cutover-mirror",
+                                                                         "cutover-shadow"]
+        assert row["evidence"]["rules"] == 11
     finally:
+        exporter.terminate()
+        _out, err = exporter.communicate(timeout=60)
+        assert exporter.returncode == 0, err
         code, _out, err = stop(mirror)
         assert code == 0, err

@@ -70,7 +70,7 @@ def test_help_lists_only_working_commands(capsys: pytest.CaptureFixture[str]) ->
     # in the order a migration uses them
     assert listed == ["demo", "local", "init", "plan", "assess", "registry", "rights", "mirror", "offsets", "readers",
                       "shadow",
-                      "verify", "drill", "promote", "status", "rollback", "complete", "cancel", "jars"]
+                      "verify", "drill", "promote", "status", "exporter", "rollback", "complete", "cancel", "jars"]
 
 
 def test_local_status_without_a_sandbox(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,9 @@ _NAME = re.compile(r"\b(cutover_[a-z_]+|up|ALERTS)\b")
 
 def served() -> set[str]:
     """Every sample name the mirror and the shadow serve (a counter's _total, a histogram's _bucket ...)."""
-    names = set()
+    from cutover.exporter import METRICS
+
+    names = set(METRICS)
     for part in (Metrics(None), ShadowMetrics(None)):
         for family in part.registry.collect():
             kind = family.type
@@ -50,6 +52,8 @@ def test_every_metric_the_dashboard_and_the_rules_name_is_served() -> None:
     shadow = {n for n in served() if n.startswith("cutover_shadow_")} - {
         "cutover_shadow_batch_duration_seconds_sum", "cutover_shadow_batch_duration_seconds_count"}
     assert shadow - shown == set() and "cutover_mirror_lag_records" in shown
+    assert {"cutover_switch_phase", "cutover_catalog_up", "cutover_storage_up", "cutover_verify_passed",
+            "cutover_mirror_gaps"} <= shown
 
 
 def test_the_dashboard_is_a_grafana_dashboard_on_one_timeline() -> None:
