@@ -121,6 +121,13 @@ def bound(seconds: float, command: str) -> None:
     _timers.append(_daemon_timer(seconds + GRACE + SAY_WHY, late))
 
 
+def unbound() -> None:
+    """The command turned out to run until it is stopped (`status --watch`): its --timeout bounds each reading,
+    no longer the whole command."""
+    while _timers:
+        _timers.pop().cancel()
+
+
 def disarm() -> None:
     """The command returned: no deadline applies any more, and the watcher stands down (an in-process
     caller goes on living)."""

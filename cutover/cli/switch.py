@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cutover.cli.options import output_option, plan_option, timeout_option
+from cutover.cli.options import Seconds, output_option, plan_option, stop_on_signals, timeout_option
 from cutover.errors import UsageError
 from cutover.output import Format, emit, progress, table
 
@@ -136,18 +136,33 @@ record, the journal archived.
 
 @click.command("status")
 @plan_option
+@click.option("--watch", is_flag=True, help="Show it live, a line each for the switch, the mirrors, the shadow, the "
+              "readers and verify, red where something is wrong, until Ctrl-C.")
+@click.option("--interval", type=Seconds(), default=5.0, show_default=True, metavar="SECONDS",
+              help="With --watch: how often it is read again.")
 @output_option
 @timeout_option(whole=True)
-def status_cmd(plan_file: str, fmt: Format, timeout: float) -> int:
+def status_cmd(plan_file: str, watch: bool, interval: float, fmt: Format, timeout: float) -> int:
     """Where the migration stands: phase, steps, freeze window, mirror lag, last verify, routing.
 
     Exit 0 when every part answered and none is in error; 1 when one is (a cluster, the
     catalog or the routing file could not be read, a mirror has a DATA LOSS gap, a switch
-    step failed), listed under `problems`.
+    step failed), listed under `problems`. With --watch, live until Ctrl-C (exit 0).
     """
     from cutover.plan import load_plan
     from cutover.switch import status
 
+    if watch:
+        if fmt is Format.JSON:
+            raise UsageError("--watch shows the status live for a person; -o json is for a single reading",
+                             fix="drop -o json, or --watch (and run cutover status -o json as often as needed)")
+        from cutover import interrupt
+        from cutover.switch import watch as live
+
+        interrupt.unbound()  # --timeout bounds each reading, not the watch
+        with stop_on_signals() as stop:
+            live.watch(load_plan(plan_file), interval, timeout, stop.wait)
+        return 0
     report = status.status(load_plan(plan_file), timeout)
     emit(report, fmt, status.render)
     return 1 if report["problems"] else 0

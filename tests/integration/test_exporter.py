@@ -61,3 +61,29 @@ def test_the_exporter_serves_the_switch_the_lake_and_the_mirror_state(sandbox: S
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_status_watch_shows_each_part_live_until_stopped(sandbox: Sandbox, plan: Plan, ns: str,
+                                                          tmp_path: Path) -> None:
+    """Not a terminal (a pipe): one frame a reading, each part on its line; SIGTERM ends it with exit 0."""
+    old, topic = plan.cluster("old"), f"{ns}.orders"
+    create_topic(old, topic, 1)
+    produce(old, topic, [{"value": b"x"} for _ in range(5)])
+    plan_file = scoped_plan(sandbox.plan_file, ns, tmp_path)
+    assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0
+    log = tmp_path / "watch.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "cutover", "status", "--plan", str(plan_file), "--watch",
+                                 "--interval", "1", "--timeout", "5"], stdout=out, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: log.read_text().count("cutover status at") >= 2, 60, "two frames")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    frame = log.read_text().split("cutover status at")[1]
+    parts = [line.split()[0:2] for line in frame.splitlines()[1:] if line.strip()]
+    assert ["switch", "ready"] in parts and ["mirror", "forward"] in parts, frame
+    assert "lag 0 records, 0/1 partitions behind" in frame
+    refused = cutover("status", "--plan", str(plan_file), "--watch", "-o", "json")
+    assert refused.code == ExitCode.USAGE and "--watch shows the status live" in refused.err
