@@ -30,6 +30,27 @@ READINESS = {
 }
 
 
+#: The runbooks (runbooks/) that rehearse what each row is about: assess names them with a risk, and a drill's
+#: report marks the rows it exercised with its result.
+DRILLS: dict[str, tuple[str, ...]] = {
+    "kafka-semantics": ("full-migration", "open-transaction-at-freeze"),
+    "table-semantics": ("writer-crash-between-commits", "schema-change-mid-stream", "replay"),
+    "storage": ("catalog-outage-during-shadow", "storage-outage-during-shadow"),
+    "cost": ("full-migration",),
+    "rollback": ("full-migration", "operator-machine-dies-mid-switch"),
+    "offset-ownership": ("full-migration",),
+    "table-commits": ("maintenance-during-shadow", "writer-crash-between-commits"),
+    "replay-window": ("replay", "catalog-outage-during-shadow"),
+    "schema-governance": ("schema-change-mid-stream",),
+    "platform-elasticity": ("broker-restart-during-backfill", "mirror-crash-and-resume"),
+}
+
+
+def exercised(runbook: str) -> list[str]:
+    """The titles of the scorecard's rows a runbook rehearses."""
+    return [{**QUESTIONS, **READINESS}[key] for key, drills in DRILLS.items() if runbook in drills]
+
+
 @dataclass
 class Finding:
     """One thing found for a row: its verdict and why."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cutover.assess.facts import GroupFacts, TopicFacts, Unknown
-from cutover.assess.model import QUESTIONS, READINESS, Finding, Row
+from cutover.assess.model import DRILLS, QUESTIONS, READINESS, Finding, Row
 from cutover.kafka.producers import Writers
 from cutover.plan import Plan
 
@@ -104,9 +104,9 @@ def score(e: Evidence) -> list[Row]:
             _offsets(e), _commits(e), _replay(e), _schemas(e), _elasticity(e), _observability(e, "readiness")]
 
 
-def _row(key: str, kind: str, drills: list[str]) -> Row:
+def _row(key: str, kind: str) -> Row:
     titles = QUESTIONS if kind == "question" else READINESS
-    return Row(key, kind, titles[key], [], {}, drills)  # type: ignore[arg-type]
+    return Row(key, kind, titles[key], [], {}, list(DRILLS.get(key, ())))  # type: ignore[arg-type]
 
 
 def _unknown(row: Row, what: str, value: Unknown) -> None:
@@ -114,7 +114,7 @@ def _unknown(row: Row, what: str, value: Unknown) -> None:
 
 
 def _kafka(e: Evidence) -> Row:
-    row = _row("kafka-semantics", "question", ["full-migration", "open-transaction-at-freeze"])
+    row = _row("kafka-semantics", "question")
     if isinstance(e.selected, Unknown):
         _unknown(row, "the old cluster's topics", e.selected)
         return row
@@ -183,7 +183,7 @@ def _age(ms: int) -> float:
 
 
 def _tables_q(e: Evidence) -> Row:
-    row = _row("table-semantics", "question", ["writer-crash-between-commits", "schema-change-mid-stream", "replay"])
+    row = _row("table-semantics", "question")
     pairs = e.plan.spec.tables
     if not pairs:
         row.findings.append(Finding("ready", "no table pairs: the plan moves topics only"))
@@ -205,7 +205,7 @@ def _tables_q(e: Evidence) -> Row:
 
 
 def _storage(e: Evidence) -> Row:
-    row = _row("storage", "question", ["catalog-outage-during-shadow", "storage-outage-during-shadow"])
+    row = _row("storage", "question")
     cat = e.plan.spec.catalog
     if cat is None:
         row.findings.append(Finding("ready", "no catalog: the plan moves topics only"))
@@ -221,7 +221,7 @@ def _storage(e: Evidence) -> Row:
 
 
 def _cost(e: Evidence) -> Row:
-    row = _row("cost", "question", ["full-migration"])
+    row = _row("cost", "question")
     if isinstance(e.topics, Unknown):
         _unknown(row, "the topics' sizes", e.topics)
         return row
@@ -265,7 +265,7 @@ def _cost(e: Evidence) -> Row:
 
 
 def _security(e: Evidence) -> Row:
-    row = _row("security", "question", [])
+    row = _row("security", "question")
     for name, side in e.sides.items():
         if isinstance(side, Unknown):
             _unknown(row, f"the {name} cluster", side)
@@ -331,7 +331,7 @@ def _inline_secrets(plan: Plan) -> list[str]:
 
 
 def _rollback(e: Evidence) -> Row:
-    row = _row("rollback", "question", ["full-migration", "operator-machine-dies-mid-switch"])
+    row = _row("rollback", "question")
     window = float(e.plan.spec.gates.rollback_window)
     row.evidence["reverse_mirror"] = e.plan.spec.switch.reverse_mirror
     row.evidence["rollback_window"] = duration(window)
@@ -357,7 +357,7 @@ def _rollback(e: Evidence) -> Row:
 
 
 def _observability(e: Evidence, kind: str) -> Row:
-    row = _row("observability", kind, [])
+    row = _row("observability", kind)
     if e.prometheus is None:
         row.findings.append(Finding("unknown", "the plan names no Prometheus (observability.prometheus): whether "
                                     "the exporters are scraped and the alert rules loaded cannot be read"))
@@ -377,7 +377,7 @@ def _observability(e: Evidence, kind: str) -> Row:
 
 
 def _offsets(e: Evidence) -> Row:
-    row = _row("offset-ownership", "readiness", ["full-migration"])
+    row = _row("offset-ownership", "readiness")
     row.evidence["declared_readers"] = [r.name for r in e.plan.spec.readers]
     if isinstance(e.readers, Unknown):
         _unknown(row, "readers find", e.readers)
@@ -394,7 +394,7 @@ def _offsets(e: Evidence) -> Row:
 
 
 def _commits(e: Evidence) -> Row:
-    row = _row("table-commits", "readiness", ["maintenance-during-shadow", "writer-crash-between-commits"])
+    row = _row("table-commits", "readiness")
     if not e.plan.spec.tables:
         row.findings.append(Finding("ready", "no table pairs"))
     for name, t in sorted(e.tables.items()):
@@ -418,7 +418,7 @@ def _commits(e: Evidence) -> Row:
 
 
 def _replay(e: Evidence) -> Row:
-    row = _row("replay-window", "readiness", ["replay", "catalog-outage-during-shadow"])
+    row = _row("replay-window", "readiness")
     gate = float(e.plan.spec.gates.min_replay_window)
     row.evidence["min_replay_window"] = duration(gate)
     if isinstance(e.topics, Unknown):
@@ -441,7 +441,7 @@ def _replay(e: Evidence) -> Row:
 
 
 def _schemas(e: Evidence) -> Row:
-    row = _row("schema-governance", "readiness", ["schema-change-mid-stream"])
+    row = _row("schema-governance", "readiness")
     formats = sorted({p.format for p in e.plan.spec.tables} | {p.key_format for p in e.plan.spec.tables})
     row.evidence["formats"] = formats
     row.evidence["registry"] = e.plan.spec.registry is not None
@@ -456,7 +456,7 @@ def _schemas(e: Evidence) -> Row:
 
 
 def _elasticity(e: Evidence) -> Row:
-    row = _row("platform-elasticity", "readiness", ["broker-restart-during-backfill"])
+    row = _row("platform-elasticity", "readiness")
     sizes = {n: s.brokers for n, s in e.sides.items() if isinstance(s, Side)}
     row.evidence["brokers"] = {n: None if isinstance(b, Unknown) else b for n, b in sizes.items()}
     old, new = sizes.get("old"), sizes.get("new")

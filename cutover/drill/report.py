@@ -31,9 +31,12 @@ _WHERE = {"old": "on the old cluster", "new": "on the new cluster", "consumer": 
 
 def result(runbook: Runbook, plan: Plan, drill: Drill, started: float) -> dict[str, Any]:
     steps = [r.as_dict() for r in drill.results]
+    from cutover.assess.model import exercised
+
     bad = next((s for s in steps if s["outcome"] in ("failed", "error")), None)
     ran = {s["number"] for s in steps}
     return {
+        "readiness": exercised(runbook.name),
         "runbook": runbook.name, "purpose": runbook.purpose, "file": str(runbook.file), "plan": str(plan.file),
         "sandbox": drill.sandbox is not None, "parameters": runbook.parameters,
         "started": started, "ended": time.time(),
@@ -164,6 +167,11 @@ def render(r: dict[str, Any]) -> str:
                     f"{page.esc(failed['error'] or '')}</p>")
     if r["not_run"]:
         body.append("<p>not run: " + page.esc(", ".join(s["name"] for s in r["not_run"])) + "</p>")
+    if r.get("readiness"):
+        body.append("<h2>Readiness this drill rehearses</h2>"
+                    "<p class='note'>The rows of <code>cutover assess</code>'s scorecard this runbook tests, marked "
+                    "with its result.</p>"
+                    + page.table(["row", "this drill"], [[row, page.verdict(r["passed"])] for row in r["readiness"]]))
     body += [f"<p>{page.esc(r['purpose'])}</p>",
              f"<p class='note'>plan <code>{page.esc(r['plan'])}</code> "
              f"({'the local sandbox' if r['sandbox'] else 'not the sandbox'}); started "

@@ -176,3 +176,18 @@ def test_the_verify_report_charts_differences_per_partition_only_when_there_are_
                    "nullability_changed": []}
     page = verify_report.render_html(clean)
     assert "<svg" not in page and "Same columns, same types, same nullability." in page
+
+
+def test_the_drill_report_marks_the_scorecard_rows_it_rehearsed() -> None:
+    from cutover.assess.model import exercised
+
+    assert exercised("full-migration") == ["Kafka semantics that must stay unchanged", "Cost model", "Rollback model",
+                                           "Offset ownership"]
+    assert exercised("replay") == ["Table semantics: offsets to snapshots, schema evolution, late data",
+                                   "Replay window"]
+    r = {**drill_result(), "readiness": exercised("full-migration")}
+    page = drill_report.render(r)
+    section = page[page.index("Readiness this drill rehearses"):page.index("<h2>Steps</h2>")]
+    assert "Rollback model" in section and section.count("PASSED") == 4
+    failed = drill_report.render({**r, "passed": False})
+    assert failed[failed.index("Readiness this drill rehearses"):].count("FAILED") >= 4
