@@ -297,6 +297,15 @@ def _security(e: Evidence) -> Row:
     if cat is not None:
         row.evidence["catalog_auth"] = "credential" if any(k in cat.properties for k in ("credential", "token")) \
             or "@" in cat.uri else "none"
+    registry = e.plan.spec.registry
+    if registry is not None:
+        row.evidence["registry_auth"] = {side: "credentials" if any(
+            w in k for k in conf for w in ("auth", "password", "token", "key")) else "none"
+            for side, conf in (("old", registry.old), ("new", registry.new))}
+        plain = [side for side, conf in (("old", registry.old), ("new", registry.new))
+                 if not str(conf.get("url", "")).startswith("https://")]
+        if plain:
+            row.findings.append(Finding("risk", f"the {' and '.join(plain)} schema registry is reached without TLS"))
     return row
 
 

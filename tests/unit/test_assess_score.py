@@ -89,6 +89,14 @@ def test_the_rules(tmp_path: Path) -> None:
     assert refused.verdict == "unknown" and "refused DescribeProducers" in refused.reason
 
 
+def test_registry_authentication_and_tls_are_evidence(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, "registry:\n  old: {url: 'http://127.0.0.1:8081'}\n"
+                 "  new: {url: 'https://127.0.0.1:8082', basic.auth.user.info: '${NEW_PASSWORD}'}\n")
+    security = _row(score.score(_evidence(plan)), "security")
+    assert security.evidence["registry_auth"] == {"old": "none", "new": "credentials"}
+    assert "the old schema registry is reached without TLS" in security.reason
+
+
 def test_rollback_needs_the_reverse_mirror_retention_and_a_passed_drill(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "switch: {reverse_mirror: false}\ngates: {rollback_window: 2d}\n")
     rollback = _row(score.score(_evidence(plan)), "rollback")
