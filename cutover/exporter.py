@@ -60,6 +60,13 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+def reference() -> str:
+    """Every metric the exporter serves, as a Markdown table (the docs site's metrics reference)."""
+    rows = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
+    rows += [f"| `{name}` | gauge | {', '.join(labels)} | {doc} |" for name, (doc, labels) in METRICS.items()]
+    return "\n".join(rows) + "\n"
+
+
 def _epoch(iso: str | None) -> float | None:
     if not iso:
         return None
@@ -112,7 +119,7 @@ class Exporter(Collector):
     def _switch(self, out: _Families) -> None:
         from cutover.switch import status
 
-        s = status.status(self.plan, self.timeout)
+        s = status.status(self.plan, self.timeout, mirrors=False)  # _mirror reads the mirrors' state, once
         for phase in PHASES:
             out.set("cutover_switch_phase", float(s["phase"] == phase), phase=phase)
         out.set("cutover_switch_cycle", float(s.get("cycle") or 0))

@@ -25,9 +25,9 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 
         markdown = markdown.replace("<!-- generated: metrics -->", metrics.reference())
     if "<!-- generated: exporter-metrics -->" in markdown:
-        from cutover.mirror import metrics
+        from cutover import exporter
 
-        markdown = markdown.replace("<!-- generated: exporter-metrics -->", metrics.exporter_reference())
+        markdown = markdown.replace("<!-- generated: exporter-metrics -->", exporter.reference())
     if "<!-- generated: shadow-metrics -->" in markdown:
         from cutover.mirror import metrics
         from cutover.shadow.metrics import ShadowMetrics

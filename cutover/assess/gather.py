@@ -26,7 +26,7 @@ def assess(plan: Plan, timeout: float, sample: float = 5.0, probe: float = 3.0) 
     topics = attempt(lambda: facts.topics(plan, "old", names, timeout, sample))
     progress("assess: reading the consumer groups, producers and readers")
     groups = attempt(lambda: facts.groups(plan, "old", timeout))
-    writers = attempt(lambda: _writers(plan, names, timeout))
+    writers = attempt(lambda: _writers(plan, names, topics, timeout))
     readers = attempt(lambda: _readers(plan, timeout))
     sides: dict[str, score.Side | Unknown] = {s: attempt(lambda s=s: _side(plan, s, timeout))  # type: ignore[misc]
                                               for s in ("old", "new")}
@@ -52,12 +52,13 @@ def _selected(plan: Plan, timeout: float) -> list[str]:
                   if plan.spec.topics.matches(t) and not t.startswith("__"))
 
 
-def _writers(plan: Plan, names: list[str], timeout: float) -> Any:
+def _writers(plan: Plan, names: list[str], topics: dict[str, facts.TopicFacts] | Unknown, timeout: float) -> Any:
     from cutover.kafka import producers
     from cutover.kafka.inspect import partition_counts
 
     ref = ClusterRef.of(plan, "old")
-    counts = partition_counts(ref, timeout)
+    counts = {t: f.partitions for t, f in topics.items()} if not isinstance(topics, Unknown) else \
+        partition_counts(ref, timeout)  # the topics' reading failed: their partitions asked again
     return producers.read(ref, [(t, p) for t in names for p in range(counts.get(t, 0))], timeout)
 
 

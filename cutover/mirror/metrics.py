@@ -60,15 +60,6 @@ def serve(registry: CollectorRegistry, port: int) -> None:
                              "shows it); ports below 1024 need privileges") from None
 
 
-def exporter_reference() -> str:
-    """Every metric `cutover exporter` serves, as a Markdown table (all gauges, from its snapshots)."""
-    from cutover.exporter import METRICS
-
-    rows = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
-    rows += [f"| `{name}` | gauge | {', '.join(labels)} | {doc} |" for name, (doc, labels) in METRICS.items()]
-    return "\n".join(rows) + "\n"
-
-
 def reference(served: object | None = None) -> str:
     """Every metric a part serves (default: the mirror's), as a Markdown table (the docs site's metrics
     reference): the attributes of `served` that are metrics."""

@@ -88,7 +88,9 @@ def ended(plan: Plan, record: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
-def status(plan: Plan, timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
+def status(plan: Plan, timeout: float = NETWORK_TIMEOUT, mirrors: bool = True) -> dict[str, Any]:
+    """The report of `cutover status`; without `mirrors`, the mirrors' lag is not read (a caller that reads the
+    mirrors' state itself: the exporter)."""
     folder = journal.directory(plan)
     history = journal.read(folder)
     if history.ended is not None and not history.runs:
@@ -96,13 +98,15 @@ def status(plan: Plan, timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
     last = history.last
     action: journal.Action = last.action if last else "promote"
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:  # side by side: one --timeout for all
-        forward = pool.submit(_try, lambda: _lag(plan, "forward", timeout))
-        reverse = pool.submit(_try, lambda: _lag(plan, "reverse", timeout)) if history.promote_attempt() else None
+        forward = pool.submit(_try, lambda: _lag(plan, "forward", timeout)) if mirrors else None
+        reverse = pool.submit(_try, lambda: _lag(plan, "reverse", timeout)) \
+            if mirrors and history.promote_attempt() else None
         verify = pool.submit(_try, lambda: _verify(plan))
         routed = pool.submit(_try, lambda: routing.read(plan))
     phase = history.phase()
-    mirrors: dict[str, Any] = {"forward": forward.result(), "reverse": reverse.result() if reverse else None}
-    for d, m in mirrors.items():
+    lags: dict[str, Any] = {"forward": forward.result() if forward else None,
+                            "reverse": reverse.result() if reverse else None}
+    for d, m in lags.items():
         if m is not None and "error" not in m:
             m.update(role(d, phase))
     attempts = history.attempts()
@@ -115,7 +119,7 @@ def status(plan: Plan, timeout: float = NETWORK_TIMEOUT) -> dict[str, Any]:
         "steps": [s.as_dict() for s in step_table(history.runs_of(action))] if last else [],
         "freeze_window": frozen.as_dict() if last and (frozen := window(history, action)) else None,
         "carried_back": last.detail.get("carried_back") if last and last.outcome == "done" else None,
-        "mirror": {**mirrors, "reverse_process": background.running(plan)},
+        "mirror": {**lags, "reverse_process": background.running(plan)},
         "verify": verify.result(),
         "routing": routed.result() or {"active": "old", "note": "no routing file written yet"},
         "readers": _try(lambda: _readers(plan)),
