@@ -3,7 +3,9 @@ read (assess/gather.py), each part either its facts or Unknown with the reason i
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -382,7 +384,21 @@ def _observability(e: Evidence, kind: str) -> Row:
                                         + ", ".join(t.get("url", "?") for t in down[:3])))
         if not e.prometheus.get("rules"):
             row.findings.append(Finding("risk", "Prometheus has no cutover alert rules loaded"))
+        unscraped = _unscraped(e)
+        row.evidence["unscraped_ports"] = unscraped
+        for part, port in unscraped.items():
+            row.findings.append(Finding("risk", f"the {part.replace('_', ' ')} serves its metrics on port {port} "
+                                        "(observability.ports) but no cutover target of Prometheus is on that port"))
     return row
+
+
+def _unscraped(e: Evidence) -> dict[str, int]:
+    """The plan's metrics ports (observability.ports) no cutover target of Prometheus scrapes."""
+    assert isinstance(e.prometheus, dict)
+    obs = e.plan.spec.observability
+    ports = {} if obs is None else {k: v for k, v in dataclasses.asdict(obs.ports).items() if v is not None}
+    scraped = {urllib.parse.urlsplit(str(t.get("url") or "")).port for t in e.prometheus.get("targets", [])}
+    return {part: port for part, port in ports.items() if port not in scraped}
 
 
 def _offsets(e: Evidence) -> Row:

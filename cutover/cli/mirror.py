@@ -33,7 +33,8 @@ _reverse = click.option("--reverse", is_flag=True,
 @click.option("--allow-existing-target", is_flag=True,
               help="Adopt target topics that already hold records or have fewer partitions.")
 @click.option("--allow-rewind", is_flag=True, help="Let group sync move a target group backwards.")
-@click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
+@click.option("--metrics-port", type=click.IntRange(1, 65535),
+              help="Serve Prometheus metrics on this port [default: the plan's observability.ports].")
 @click.option("--ready-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Create FILE once the mirror owns its partitions and is copying (for supervisors).")
 @click.option("--idle-when-closed", is_flag=True,
@@ -77,11 +78,12 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                          f"be combined with {'--shard ' + shard if shard != '0/1' else '--armed-file'}",
                          fix=f"drop --shard and run one command with --workers {workers}, or run one process "
                              "per shard with --shard I/N and no --workers")
+    plan = load_plan(plan_file)
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
-                          allow_rewind=allow_rewind, metrics_port=metrics_port, timeout=timeout,
+                          allow_rewind=allow_rewind, timeout=timeout,
+                          metrics_port=plan.metrics_port("reverse_mirror" if reverse else "mirror", metrics_port),
                           on_ready=(lambda: Path(ready_file).touch()) if ready_file else None)
-    plan = load_plan(plan_file)
     with stop_on_signals() as stop:
         if workers > 1:
             from cutover.mirror import workers as supervisor

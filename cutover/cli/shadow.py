@@ -51,7 +51,8 @@ def parse_start_offsets(text: str | None) -> dict[str, dict[int, int]] | None:
               help="Override the plan: send undecodable records to the dead-letter table, or stop.")
 @click.option("--canonical", is_flag=True,
               help="Write the pair's old (canonical) table, as after promote, instead of its new table.")
-@click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve Prometheus metrics on this port.")
+@click.option("--metrics-port", type=click.IntRange(1, 65535),
+              help="Serve Prometheus metrics on this port [default: the plan's observability.ports].")
 @output_option
 @timeout_option(whole=False)
 @click.pass_context
@@ -71,10 +72,10 @@ def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, m
     from cutover.shadow import job
 
     offsets = parse_start_offsets(start_offsets)
+    plan = load_plan(plan_file)
     opts = job.Options(mode=mode, cluster=cluster, table=which, start=start,  # type: ignore[arg-type]
                        start_offsets=offsets, on_bad_record=on_bad_record,  # type: ignore[arg-type]
-                       canonical=canonical, timeout=timeout, metrics_port=metrics_port)
-    plan = load_plan(plan_file)
+                       canonical=canonical, timeout=timeout, metrics_port=plan.metrics_port("shadow", metrics_port))
     with stop_on_signals() as stop:
         summary = job.run(plan, opts, stop)
     emit(summary, fmt, _render)

@@ -1,5 +1,5 @@
 """What a drill holds while it runs: the plan, the sandbox (when the plan is the sandbox's),
-the sample traffic, background processes, step results, and the lag/freshness samples."""
+the sample traffic, background processes, step results, and the samples of its timeline (view.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import dataclasses
 import os
 import signal
 import subprocess
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +22,7 @@ from cutover.verify.results import VerifyResult
 
 if TYPE_CHECKING:
     from cutover.local.sandbox import Sandbox
+    from cutover.shadow.metrics import ShadowMetrics
 
 
 @dataclass
@@ -62,6 +61,8 @@ class Drill:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     results: list[StepResult] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    #: what the drill's shadow runs count (served on the plan's observability.ports.shadow when given)
+    shadow_metrics: ShadowMetrics | None = None
     #: the last verify the drill ran (for the verify-passed expectation)
     verified: VerifyResult | None = None
     #: the transactional producer of an application paused mid-transaction (fault transaction.open)
@@ -159,46 +160,3 @@ def control_hooks(folder: Path, ctl: Path) -> dict[str, str]:
         (folder / event).write_text("#!/bin/sh\n" + body)
         (folder / event).chmod(0o755)
     return {event: str(folder / event) for event in scripts}
-
-
-class Sampler:
-    """Samples mirror lag and table freshness every few seconds while a drill runs (for the report's charts)."""
-
-    def __init__(self, drill: Drill, every: float = 3.0) -> None:
-        self.drill, self.every = drill, every
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="drill-sampler", daemon=True)
-
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            self.drill.samples.append(sample(self.drill.plan, min(5.0, self.drill.timeout)))
-
-
-def sample(plan: Plan, timeout: float = 5.0) -> dict[str, Any]:
-    from cutover.errors import CutoverError
-    from cutover.lake import tables
-    from cutover.mirror import status as mirror_status
-
-    out: dict[str, Any] = {"t": time.time()}
-    try:
-        out["lag"] = mirror_status.status(plan, "forward", timeout).lag
-    except CutoverError:
-        out["lag"] = None
-    fresh: dict[str, float | None] = {}
-    for pair in plan.spec.tables:
-        for name in (pair.old, pair.new):
-            try:
-                held = tables.table_offsets(plan, name)
-                fresh[name] = round(time.time() - held.committed_at_ms / 1000, 1) if held.committed_at_ms else None
-            except Exception:  # the catalog may be what a fault took away
-                fresh[name] = None
-    out["freshness"] = fresh
-    return out

@@ -2,8 +2,10 @@
 
 The page leads with the verdict and the numbers that prove it (records exactly once, the freeze
 windows, records carried back, rows compared and differences found), then the steps on a time
-axis, then the lag and freshness charts with promote, rollback and the faults marked where they
-happened, and stretches where a rising line is expected labelled as such.
+axis, then the timeline of the Grafana dashboard's series (view.py): mirror lag both ways, the shadow's lag,
+rows and commit health, dead letters, table freshness, and the catalog, storage and registries up, with
+promote, rollback and the faults marked where they happened, and stretches where a rising line is expected
+labelled as such.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cutover.drill import view
 from cutover.drill.context import Drill
 from cutover.drill.model import Runbook
 from cutover.plan import Plan
@@ -153,12 +156,6 @@ def render(r: dict[str, Any]) -> str:
     t0, t1 = r["started"], max(r["ended"], r["started"] + 1)
     events, spans = marks(r)
     switched = [s for s in spans if s.kind != "expected"]
-    lag = {"forward mirror lag": [(s["t"], s["lag"]) for s in r["samples"] if s.get("lag") is not None]}
-    fresh: dict[str, list[tuple[float, float]]] = {}
-    for s in r["samples"]:
-        for name, age in (s.get("freshness") or {}).items():
-            if age is not None:
-                fresh.setdefault(name, []).append((s["t"], age))
     failed = r["failed_step"]
     body = [f"<h1>drill {page.esc(r['runbook'])}: {page.verdict(r['passed'])}</h1>",
             page.cards(headline(r))]
@@ -182,17 +179,6 @@ def render(r: dict[str, Any]) -> str:
                                                   s["ended"] or t1, COLORS.get(s["outcome"], "#999"))
                                        for s in r["steps"]], t0, t1, events, switched),
              _steps_table(r),
-             "<h2>Mirror lag</h2>",
-             "<p class='note'>Records on the old cluster the forward mirror has not copied yet. Lines mark the "
-             "switches and the faults (dashed, with their step number); grey is a freeze window. From promote "
-             "on, the forward mirror is stopped by design: the old cluster takes the reverse mirror's copies, "
-             "and after a rollback the clients' writes, so its lag rises without anything being lost.</p>",
-             charts.time_series("mirror lag", "records", lag, t0, t1, events, spans),
-             "<h2>Table freshness</h2>",
-             "<p class='note'>Seconds since each table's last commit. It rises whenever no writer commits to "
-             "the table, also by design: the shadow's table after promote, the old pipeline between its "
-             "runs.</p>",
-             charts.time_series("table freshness", "seconds since the last commit", fresh, t0, t1, events,
-                                switched)]
+             *view.sections(r, t0, t1, events, spans)]
     return page.page(f"drill {r['runbook']}: {'PASSED' if r['passed'] else 'FAILED'}", body)
 

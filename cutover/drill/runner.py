@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from cutover.common import NETWORK_TIMEOUT
 from cutover.drill import report
-from cutover.drill.context import Drill, Sampler, StepResult
+from cutover.drill.context import Drill, StepResult
 from cutover.drill.faults import ByHand
 from cutover.drill.model import Runbook, Step
 from cutover.drill.ops import OPS, ExpectationFailed
+from cutover.drill.view import Sampler
 from cutover.errors import CutoverError, ExitCode
 from cutover.interrupt import cleaning
 from cutover.output import progress
@@ -27,6 +28,7 @@ from cutover.plan import Plan
 
 if TYPE_CHECKING:
     from cutover.local.sandbox import Sandbox
+    from cutover.shadow.metrics import ShadowMetrics
 
 
 class DrillFailed(CutoverError):
@@ -75,6 +77,7 @@ def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
     box = sandbox_for(plan, opts.sandbox_dir)
     drill = Drill(plan, folder.absolute(), box, opts.auto, opts.confirm, faults=box if box is not None else ByHand(),
                   timeout=opts.timeout)
+    drill.shadow_metrics = _shadow_metrics(plan)  # a port in use is named before any step runs
     if not drill.faults.automatic:
         progress("note: the plan's clusters are not the local sandbox's: sandbox faults become manual steps")
     started = time.time()
@@ -91,6 +94,14 @@ def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
     _remember(plan, runbook, result, folder)
     progress(f"drill report: {folder / 'report.html'}")
     return result
+
+
+def _shadow_metrics(plan: Plan) -> ShadowMetrics:
+    """What the drill's shadow runs count into, for its timeline; served on the plan's shadow port when given."""
+    from cutover.shadow.metrics import ShadowMetrics
+
+    port = plan.metrics_port("shadow")
+    return ShadowMetrics(None) if port is None else ShadowMetrics.serving(port)
 
 
 def _remember(plan: Plan, runbook: Runbook, result: dict[str, Any], folder: Path) -> None:

@@ -510,6 +510,29 @@ class Reader:
     offsets_topic: str | None = None
 
 
+def _port(port: int | None) -> str | None:
+    return None if port is None or 1 <= port <= 65535 else f"{port} is not a TCP port (1 to 65535)"
+
+
+MetricsPart = Literal["mirror", "reverse_mirror", "shadow", "exporter"]
+
+
+@dataclass(frozen=True)
+class MetricsPorts:
+    """Where each long-running part serves its Prometheus metrics when its command gives no port: so that
+    the processes promote and drills start (the reverse mirror, a drill's mirror and shadow) are scraped
+    where Prometheus looks. Leave one out to serve none."""
+
+    #: `cutover mirror` (old -> new), also when a drill starts it.
+    mirror: int | None = field(default=None, metadata={"check": _port})
+    #: `cutover mirror --reverse` (new -> old), also the one promote leaves running.
+    reverse_mirror: int | None = field(default=None, metadata={"check": _port})
+    #: `cutover shadow`, also a drill's shadow runs (the drill process serves them).
+    shadow: int | None = field(default=None, metadata={"check": _port})
+    #: `cutover exporter`.
+    exporter: int | None = field(default=None, metadata={"check": _port})
+
+
 @dataclass(frozen=True)
 class Observability:
     """Where cutover's metrics are watched."""
@@ -517,6 +540,13 @@ class Observability:
     #: The Prometheus that scrapes cutover's exporters (http://host:9090): `cutover assess` asks it which
     #: cutover targets are up and whether cutover's alert rules are loaded. cutover never needs it to run.
     prometheus: str | None = None
+    #: Where each part serves its metrics when its command gives no port (each port once).
+    ports: MetricsPorts = field(default_factory=MetricsPorts, metadata={"check": lambda ps: _distinct(ps)})
+
+
+def _distinct(ports: MetricsPorts) -> str | None:
+    given = [p for p in (ports.mirror, ports.reverse_mirror, ports.shadow, ports.exporter) if p is not None]
+    return None if len(given) == len(set(given)) else f"a port is given to two parts ({given}): give each its own"
 
 
 @dataclass(frozen=True)
@@ -590,3 +620,9 @@ class Plan:
 
     def cluster(self, side: ClusterSide) -> dict[str, str]:
         return self.spec.clusters.old if side == "old" else self.spec.clusters.new
+
+    def metrics_port(self, part: MetricsPart, given: int | None = None) -> int | None:
+        """The port `part` serves its metrics on: the command's own, else the plan's observability.ports."""
+        if given is not None or self.spec.observability is None:
+            return given
+        return getattr(self.spec.observability.ports, part)  # type: ignore[no-any-return]

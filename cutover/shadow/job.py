@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+    from cutover.shadow.metrics import ShadowMetrics
+
 log = logging.getLogger("cutover.shadow")
 EARLIEST = -2
 #: How many records per partition a schema is inferred from when the plan declares none.
@@ -65,6 +67,8 @@ class Options:
     timeout: float = DEFAULT_TIMEOUT
     #: serve the shadow's Prometheus metrics on this port (shadow/metrics.py)
     metrics_port: int | None = None
+    #: count into these metrics instead (a drill's, across its shadow runs); metrics_port is then not read
+    metrics: ShadowMetrics | None = None
 
 
 def targets(plan: Plan, which: str | None, canonical: bool) -> list[TablePair]:
@@ -125,7 +129,8 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> ShadowSummary:
     from cutover.lake import spark as spark_mod
     from cutover.shadow.metrics import ShadowMetrics
 
-    metrics = None if opts.metrics_port is None else ShadowMetrics(opts.metrics_port)  # a port in use: named now
+    metrics = opts.metrics or (None if opts.metrics_port is None  # a port in use is named now
+                               else ShadowMetrics.serving(opts.metrics_port))
 
     progress(f"starting Spark ({plan.spec.spark.master}) for {len(pairs)} table(s) from the {opts.cluster} cluster")
     spark = spark_mod.session(plan, f"cutover-shadow-{plan.name}")

@@ -10,9 +10,20 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 #: Batch durations (seconds): a trigger interval is seconds; a commit that retries through an outage, minutes.
 BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, float("inf"))
+#: The metrics served by this process, by port (ShadowMetrics.serving).
+_served: dict[int, ShadowMetrics] = {}
 
 
 class ShadowMetrics:
+    @classmethod
+    def serving(cls, port: int) -> ShadowMetrics:
+        """The metrics this process serves on `port`, made (and the port bound) at the first call: a drill's
+        shadow runs, one after another in one process, count on."""
+        made = _served.get(port)
+        if made is None:
+            made = _served[port] = cls(port)
+        return made
+
     def __init__(self, port: int | None) -> None:
         self.registry = CollectorRegistry()
         r = self.registry

@@ -132,3 +132,18 @@ def test_a_drill_run_is_remembered_for_the_plan(tmp_path: Path) -> None:
     _remember(plan, runbook, {"passed": False, "started": 3.0, "ended": 4.0}, tmp_path / "r2")
     assert [(d["runbook"], d["passed"], d["ended"]) for d in drills(plan)] == [
         ("full-migration", True, 2.0), ("full-migration", False, 4.0)]
+
+
+def test_a_metrics_port_of_the_plan_that_prometheus_does_not_scrape_is_a_risk(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, "observability:\n  prometheus: http://127.0.0.1:9\n"
+                           "  ports: {mirror: 9400, reverse_mirror: 9405, exporter: 9420}\n")
+    seen = {"url": "http://127.0.0.1:9", "rules": 11, "targets": [
+        {"job": "cutover-mirror", "url": "http://10.0.0.5:9400/metrics", "health": "up"},
+        {"job": "cutover-exporter", "url": "http://10.0.0.6:9420/metrics", "health": "up"}]}
+    row = _row(score.score(_evidence(plan, prometheus=seen)), "observability")
+    assert row.verdict == "risk" and row.evidence["unscraped_ports"] == {"reverse_mirror": 9405}
+    assert [f.reason for f in row.findings] == ["the reverse mirror serves its metrics on port 9405 "
+                                              "(observability.ports) but no cutover target of Prometheus is on "
+                                              "that port"]
+    seen["targets"].append({"job": "cutover-reverse-mirror", "url": "http://10.0.0.5:9405/metrics", "health": "up"})
+    assert _row(score.score(_evidence(plan, prometheus=seen)), "observability").verdict == "ready"

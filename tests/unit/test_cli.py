@@ -58,6 +58,16 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == ExitCode.USAGE and "--plan" in err
 
 
+def test_the_exporter_without_a_port_names_both_places_to_give_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "p.yaml"
+    plan.write_text(PLAN)
+    code, out, err = run(["exporter", "--plan", str(plan)], capsys)
+    assert (code, out) == (ExitCode.USAGE, "")
+    assert err == (f"error: cutover exporter needs a port to serve on\n  fix: give --port N, or set "
+                   f"observability.ports.exporter in {plan}\n"), err
+
+
 def test_debug_shows_the_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["--debug", "plan", "check", "--plan", str(tmp_path / "nope.yaml")], capsys)
     assert code == ExitCode.USAGE and "Traceback" in err

@@ -80,3 +80,27 @@ def test_the_scrape_config_names_jobs_as_the_rules_and_assess_expect() -> None:
     assert all(j["job_name"].startswith(PREFIX) for j in config["scrape_configs"])
     rules = yaml.safe_load((DEPLOY / "prometheus" / "cutover-rules.yml").read_text())
     assert [g["name"] for g in rules["groups"]] == [PREFIX]
+
+
+def test_the_scrape_config_scrapes_every_port_of_the_sample_plan() -> None:
+    config = yaml.safe_load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    targets = {int(t.rsplit(":", 1)[1]) for j in config["scrape_configs"] for c in j["static_configs"]
+               for t in c["targets"]}
+    sample = yaml.safe_load((DEPLOY.parent / "samples" / "plan.yaml").read_text())
+    ports = sample["observability"]["ports"]
+    assert set(ports) == {"mirror", "reverse_mirror", "shadow", "exporter"}
+    assert set(ports.values()) <= targets, (ports, targets)
+
+
+def test_the_readme_names_every_metric_every_part_serves_and_every_alert() -> None:
+    from cutover import exporter
+    from cutover.mirror import metrics
+    from cutover.shadow.metrics import ShadowMetrics
+
+    readme = (DEPLOY.parent / "README.md").read_text()
+    served = re.findall(r"^\| `(cutover_[a-z_]+)`", metrics.reference() + metrics.reference(ShadowMetrics(None))
+                        + exporter.reference(), re.M)
+    assert len(served) > 30 and [m for m in served if f"`{m}`" not in readme] == []
+    rules = yaml.safe_load((DEPLOY / "prometheus" / "cutover-rules.yml").read_text())
+    alerts = [r["alert"] for g in rules["groups"] for r in g["rules"]]
+    assert [a for a in alerts if f"`{a}`" not in readme] == []

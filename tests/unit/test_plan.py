@@ -304,3 +304,16 @@ def test_readers_are_checked_each_with_its_line(tmp_path: Path) -> None:
         f"{tmp_path / 'plan.yaml'}:7: readers[2].start_file: hdfs://nn/start.json is not a local folder: cutover "
         "reads and writes a flink reader's start_file on this host (only a Spark checkpoint may be on object "
         "storage) (fix: run the move where the folder is, or copy it here and back)"], got
+
+
+def test_metrics_ports_are_ports_each_given_once_and_a_commands_own_port_wins(tmp_path: Path) -> None:
+    found = problems(tmp_path, MINIMAL + "observability:\n  ports: {mirror: 70000, shadow: 0}\n")
+    assert [m for m in found if "70000 is not a TCP port" in m and "observability.ports.mirror" in m], found
+    assert [m for m in found if "0 is not a TCP port" in m and "observability.ports.shadow" in m], found
+    (msg,) = problems(tmp_path, MINIMAL + "observability:\n  ports: {mirror: 9400, reverse_mirror: 9400}\n")
+    assert "observability.ports" in msg and "give each its own" in msg
+    plan = load_plan(write(tmp_path, MINIMAL + "observability:\n  ports: {mirror: 9400, exporter: 9420}\n"),
+                     environ={})
+    assert (plan.metrics_port("mirror"), plan.metrics_port("mirror", 9999)) == (9400, 9999)
+    assert (plan.metrics_port("reverse_mirror"), plan.metrics_port("exporter")) == (None, 9420)
+    assert load_plan(write(tmp_path, MINIMAL), environ={}).metrics_port("shadow") is None

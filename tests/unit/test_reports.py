@@ -48,7 +48,14 @@ def drill_result(**change: Any) -> dict[str, Any]:
     r = {"runbook": "full-migration", "purpose": "The whole path.", "file": "runbooks/full-migration.yaml",
          "plan": "/tmp/plan.yaml", "sandbox": True, "parameters": {"rate": 100}, "started": T0, "ended": T0 + 60,
          "passed": True, "failed_step": None, "steps": steps, "not_run": [],
-         "samples": [{"t": T0 + t, "lag": lag, "freshness": {"a.orders": 2.0 + t / 10, "a_legacy.orders": None}}
+         "samples": [{"t": T0 + t, "lag": lag, "freshness": {"a.orders": 2.0 + t / 10, "a_legacy.orders": None},
+                      "series": {"cutover_mirror_state_lag_records": {"forward": lag, "reverse": 0.0},
+                                 "cutover_shadow_rows_total": {"a.orders": 10.0 * t},
+                                 "cutover_shadow_commit_failures_total": {"a.orders": float(t > 20)},
+                                 "cutover_shadow_dead_letters_total": {"a.orders": 0.0},
+                                 "cutover_shadow_lag_records": {"a.orders": 5.0},
+                                 "cutover_catalog_up": {"": float(not 15 <= t <= 20)}, "cutover_storage_up": {"": 1.0},
+                                 "cutover_switch_phase": {"ready": 1.0, "promoted": 0.0}}}
                      for t, lag in ((3, 34), (15, 50), (30, 0), (45, 380), (58, 586))]}
     r.update(change)
     return r
@@ -72,8 +79,12 @@ def test_the_drill_report_leads_with_the_proof() -> None:
 
 def test_the_drill_charts_are_matplotlib_svg_with_times_units_and_marks() -> None:
     page = drill_report.render(drill_result())
-    assert page.count("<svg") == 3 and 'id="line2d_' in page and "<polyline" not in page  # drawn, not hand-written
+    # the steps, then the dashboard's timeline: mirror lag both ways, shadow lag, rows, commit health, freshness, up
+    assert page.count("<svg") == 7 and 'id="line2d_' in page and "<polyline" not in page  # drawn, not hand-written
     assert "time (UTC)" in page and ">records<" in page and ">seconds since the last commit<" in page
+    for legend in (">forward<", ">reverse<", ">a.orders commit failures<", ">a.orders dead letters<", ">catalog<",
+                   ">storage<", ">rows<", ">1 = up<"):
+        assert legend in page, legend
     assert ">promote<" in page and ">rollback<" in page and ">fault (step 3)<" in page
     assert "promote freeze window" in page and "the forward mirror stops at promote" in page  # lag rise: expected
     events, spans = drill_report.marks(drill_result())
@@ -105,7 +116,7 @@ def test_a_failed_drill_says_so_first_and_names_the_step() -> None:
 
 def test_a_drill_without_samples_or_switches_still_renders() -> None:
     page = drill_report.render(drill_result(samples=[], steps=drill_result()["steps"][:1]))
-    assert page.count("no samples") == 2 and "<h2>Steps" in page
+    assert page.count("no samples") == 6 and "<h2>Steps" in page
 
 
 def verify_result() -> dict[str, Any]:

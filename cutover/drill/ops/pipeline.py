@@ -61,7 +61,8 @@ class ShadowArgs:
 def _shadow_run(d: Drill, a: ShadowArgs) -> Detail:
     from cutover.shadow import job
 
-    opts = job.Options(cluster=a.cluster, table=a.table, canonical=a.canonical, timeout=d.timeout)
+    opts = job.Options(cluster=a.cluster, table=a.table, canonical=a.canonical, timeout=d.timeout,
+                       metrics=d.shadow_metrics)
     s = job.run(d.plan, opts, threading.Event())
     return {"tables": {t.table: t.rows for t in s.tables}}
 
