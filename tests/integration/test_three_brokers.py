@@ -389,9 +389,30 @@ def test_the_demo_migrates_and_rolls_back_on_the_production_shape(three: Sandbox
         assert s["catalog"] == "rest"
         assert result["steps"][12]["detail"]["carried_back"] == s["carried_back"]
         registries_agree(s)  # each subject's versions under the same ids on both registries
+        _assess_reads_the_production_shape(Path(s["plan"]))
     finally:
         if not had:  # the module's other tests get the sandbox (and its plan) back without registries
             three.remove_registries()
+
+
+def _assess_reads_the_production_shape(plan: Path) -> None:
+    """`cutover assess` on the demo's plan once it has run: TLS and SASL with ACLs enforced on both sides, every
+    reading answered (Kafka's Java Admin over SASL_SSL for the producers, the REST catalog over S3, the
+    registries), and the demo's full-migration drill remembered as the last switch drill that passed."""
+    run = cutover("assess", "--plan", str(plan), "--sample", "0", "--probe", "0", "-o", "json")
+    assert run.code in (0, 3) and "Traceback" not in run.err, run.err
+    rows = {(r["key"], r["kind"]): r for r in run.json()["rows"]}
+    security = rows[("security", "question")]
+    for side in ("old", "new"):
+        assert security["evidence"][side] == {"protocol": "SASL_SSL", "sasl": "SCRAM-SHA-256", "acls_enforced": True}
+    # the clusters' TLS and ACLs are no risk; the sandbox's registries answer plain HTTP, and assess says so
+    assert [f["reason"] for f in security["findings"] if f["verdict"] != "ready"] == [
+        "the old and new schema registry is reached without TLS"], security["findings"]
+    unknown = [(k, f["reason"]) for (k, _kind), r in rows.items() for f in r["findings"]
+               if f["verdict"] == "unknown" and k != "observability"]  # the demo's plan names no Prometheus
+    assert unknown == [], unknown
+    last = rows[("rollback", "question")]["evidence"]["last_switch_drill"]
+    assert last["runbook"] == "full-migration" and last["passed"], last
 
 
 def test_kafkas_own_clients_through_promote_and_rollback(three: Sandbox, tmp_path: Path, ns: str) -> None:
