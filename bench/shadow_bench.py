@@ -43,12 +43,17 @@ SCHEMA = [{"name": "id", "type": "long"}, {"name": "customer", "type": "string"}
           {"name": "amount", "type": "decimal(12,2)"}, {"name": "note", "type": "string"}]
 
 
-def value(i: int) -> bytes:
+#: the note that makes a value about 1 KB (bench/__main__.py's shadow measure)
+NOTE_1KB = "x" * 950
+
+
+def value(i: int, note: str = "x" * 120) -> bytes:
     return json.dumps({"id": i, "customer": f"c{i % 977}", "amount": round(i % 10000 / 7, 2),
-                       "note": "x" * 120}).encode()
+                       "note": note}).encode()
 
 
-def produce(bootstrap: str, topic: str, partitions: int, start: int, n: int, rate: float | None = None) -> None:
+def produce(bootstrap: str, topic: str, partitions: int, start: int, n: int, rate: float | None = None,
+            note: str = "x" * 120) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
                          "queue.buffering.max.messages": 1_000_000})
     began = time.monotonic()
@@ -59,7 +64,7 @@ def produce(bootstrap: str, topic: str, partitions: int, start: int, n: int, rat
                 time.sleep(ahead)
         while True:
             try:
-                producer.produce(topic, value(i), b"k%d" % i, partition=i % partitions)
+                producer.produce(topic, value(i, note), b"k%d" % i, partition=i % partitions)
                 break
             except BufferError:
                 producer.poll(0.05)

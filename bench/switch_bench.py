@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -79,14 +80,18 @@ def main() -> None:
             box.down()
 
 
-def run(box: Sandbox, tmp: Path, args: argparse.Namespace) -> None:
+def setup(box: Sandbox, tmp: Path, args: argparse.Namespace) -> tuple[dict[str, str], list[str], Path]:
+    """The topics, records and groups on the old cluster, mirrored; the plan that selects them (and nothing
+    else on the sandbox: args.prefix names them). Returns (old cluster's properties, topics, plan)."""
+    prefix = getattr(args, "prefix", "bench")
     data = yaml.safe_load(box.plan_file.read_text())
     old = data["clusters"]["old"]
-    topics = [f"bench.t{i:02d}" for i in range(args.topics)]
+    topics = [f"{prefix}.t{i:02d}" for i in range(args.topics)]
     hook = tmp / "noop.sh"
     hook.write_text("#!/bin/sh\nexit 0\n")
     hook.chmod(0o755)
-    data.update({"name": "switch-bench", "topics": {"include": ["bench\\..*"]}, "groups": {"include": ["bench-.*"]},
+    data.update({"name": f"switch-{prefix}"[:64], "topics": {"include": [re.escape(prefix) + "\\..*"]},
+                 "groups": {"include": [re.escape(prefix) + "-g.*"]},
                  "env_file": str(box.plan_file.parent / data["env_file"]),
                  "gates": {"quiet_period": args.quiet}, "routing": {"file": str(tmp / "routing.json")},
                  "switch": {"journal_dir": str(tmp / "journal")},
@@ -100,10 +105,14 @@ def run(box: Sandbox, tmp: Path, args: argparse.Namespace) -> None:
     ref = ClusterRef("old", old)
     for g in range(args.groups):
         mine = [topics[(g + k) % len(topics)] for k in range(3)]
-        commit_group(ref, f"bench-g{g:02d}", {(t, p): 250 for t in mine for p in range(args.partitions)})
+        commit_group(ref, f"{prefix}-g{g:02d}", {(t, p): 250 for t in mine for p in range(args.partitions)})
     cli("mirror", "--plan", str(plan), "--until-caught-up")
+    return old, topics, plan
 
-    rows = [_round(old, topics, plan, tmp, args) for _ in range(args.repeat)]
+
+def run(box: Sandbox, tmp: Path, args: argparse.Namespace) -> None:
+    old, topics, plan = setup(box, tmp, args)
+    rows = [one_round(old, topics, plan, tmp, args) for _ in range(args.repeat)]
     print("| topics x partitions | groups | round | by hand: drain + sync + routing (s) | promote freeze window (s) "
           "| wait-quiet (s) | quiet period held on in check-drained (s) | window / by hand |")
     print("|---|---|---|---|---|---|---|---|")
@@ -117,7 +126,7 @@ def run(box: Sandbox, tmp: Path, args: argparse.Namespace) -> None:
         print(f"round {i} reverse mirror: {detail}")
 
 
-def _round(old: dict[str, str], topics: list[str], plan: Path, tmp: Path,
+def one_round(old: dict[str, str], topics: list[str], plan: Path, tmp: Path,
            args: argparse.Namespace) -> tuple[float, float, float, dict[str, float], str]:
     """By hand, then promote, then rollback (which also makes the next round's promote a new cycle)."""
     produce(old, topics, args.partitions, 50)

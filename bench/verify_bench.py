@@ -57,6 +57,13 @@ def floor(spark: Any, old: str, new: str) -> None:
         df.groupBy("kafka_partition").agg(F.count("*"), F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)"))).collect()
 
 
+def plant(spark: Any, table: str, rows: int) -> None:
+    """20 differences in `table`: 10 rows changed, 5 deleted, 5 duplicated."""
+    spark.sql(f"UPDATE {table} SET name = 'changed' WHERE id % {rows // 10} = 7")
+    spark.sql(f"DELETE FROM {table} WHERE id % {rows // 5} = 11")
+    spark.sql(f"INSERT INTO {table} SELECT * FROM {table} WHERE id % {rows // 5} = 13")
+
+
 def except_all(spark: Any, old: str, new: str) -> int:
     a, b = spark.table(old).select(*PAYLOAD), spark.table(new).select(*PAYLOAD)
     return int(a.exceptAll(b).count() + b.exceptAll(a).count())
@@ -92,12 +99,10 @@ def main() -> None:
                 t_floor, _ = timed(lambda o=old, n=new, s=spark: floor(s, o, n))
                 t_except, diff = timed(lambda o=old, n=new, s=spark: except_all(s, o, n))
                 assert diff == 0
-                t_equal, res = timed(lambda p=plan: verify_run.verify(p, verify_run.Options()))
+                t_equal, res = timed(lambda p=plan: verify_run.verify(p, verify_run.Options()).as_dict())
                 assert res["passed"], res["tables"][0]["counts"]
-                spark.sql(f"UPDATE {new} SET name = 'changed' WHERE id % {rows // 10} = 7")
-                spark.sql(f"DELETE FROM {new} WHERE id % {rows // 5} = 11")
-                spark.sql(f"INSERT INTO {new} SELECT * FROM {new} WHERE id % {rows // 5} = 13")
-                t_diff, res = timed(lambda p=plan: verify_run.verify(p, verify_run.Options()))
+                plant(spark, new, rows)
+                t_diff, res = timed(lambda p=plan: verify_run.verify(p, verify_run.Options()).as_dict())
                 c = res["tables"][0]["counts"]
                 assert (c["mismatched"], c["missing"], c["duplicates_new"]) == (10, 5, 5), c
                 lines.append(f"| {rows:,} | {t_floor:.1f} | {t_except:.1f} | {t_equal:.1f} | "
