@@ -111,6 +111,9 @@ def main() -> None:
         print(f"\nFAILED {key}: {why}")
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / dt.date.today().isoformat()
+    n = 2
+    while stem.with_suffix(".json").exists():  # a second run the same day keeps the first
+        stem, n = args.out / f"{dt.date.today().isoformat()}-{n}", n + 1
     stem.with_suffix(".json").write_text(json.dumps({
         "date": dt.date.today().isoformat(), "started": started, "seconds": round(time.time() - started),
         "runs_per_measure": runs, "scale": args.scale, "figures": rows, "failed": failed,

@@ -9,12 +9,14 @@ and the canonical columns `_c0…`. Rows outside the window carry bucket -1 (lag
    aggregates: equal rows at equal identities.
    (A row duplicated on one side changes the count; one duplicated identically on both
    sides is not a difference between the tables and is not reported.)
+   In offsets mode the scan aggregates the fine buckets (one per 1,024 offsets) and the
+   coarse ones are added up from them on the driver: step 2 then reads nothing.
 2. Only the buckets that differ are aggregated again at a finer bucket (bisecting).
 3. Only the fine buckets that still differ are compared row by row: missing, extra,
    duplicates and rows whose content differs, with the differing columns of a sample.
 
-With no difference the cost is step 1; a few differences add two narrow passes over
-the few files holding those offsets.
+With no difference the cost is step 1; a few differences add the row pass (and, by key or
+content, the fine pass) over the rows of the differing buckets.
 """
 
 from __future__ import annotations
@@ -107,6 +109,24 @@ def _aggregate(old: DataFrame, new: DataFrame, keys: list[str]) -> tuple[Aggs, A
     return out
 
 
+def _coarse(fine: Aggs) -> Aggs:
+    """Offsets mode: the coarse buckets' aggregates from the fine ones (a coarse bucket is B0 // B1 fine ones):
+    counts and sums add up, the first identity is the least, the last the greatest."""
+    out: dict[tuple[int, int], list[Any]] = {}
+    for (p, b1), (n, s1, s2, s3, lo, hi) in fine.items():
+        key = (p, b1 // (B0 // B1))
+        agg = out.get(key)
+        if agg is None:
+            out[key] = [n, s1, s2, s3, lo, hi]
+        else:
+            agg[0] += n
+            agg[1] += s1
+            agg[2] += s2
+            agg[3] += s3
+            agg[4], agg[5] = min(agg[4], lo), max(agg[5], hi)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def _differing(old: Aggs, new: Aggs) -> list[tuple[int, int]]:
     return sorted(k for k in set(old) | set(new) if old.get(k, ())[:4] != new.get(k, ())[:4])
 
@@ -128,9 +148,10 @@ def _inside(window: dict[int, int]) -> Any:
 
 
 def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple[Aggs, Aggs],
-                  window: dict[int, int], out: Outcome) -> tuple[Aggs, Aggs]:
+                  window: dict[int, int], out: Outcome) -> tuple[tuple[Aggs, Aggs], set[tuple[int, int]]]:
     """Keep the coarse buckets below each window end; rows past it are lag. Only buckets the
-    end cuts through are aggregated again (restricted to the window): usually none."""
+    end cuts through are aggregated again (restricted to the window): usually none. Returns the
+    kept aggregates and the buckets cut."""
 
     kept: tuple[Aggs, Aggs] = ({}, {})
     cut: set[tuple[int, int]] = set()
@@ -155,7 +176,7 @@ def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple
                     kept[side][(p, b)] = agg
                 else:
                     out.lag(side, p, agg[0])
-    return kept
+    return kept, cut
 
 
 def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, columns: list[str],
@@ -166,13 +187,19 @@ def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, c
     are compared; the rest is counted as lag.
     """
     out = Outcome()
-    l0 = _aggregate(old, new, ["_p", "_b0"])
+    # Offsets mode: the one scan aggregates the fine buckets (about one per 1,024 rows), and the coarse ones
+    # are added up from them, so that the differing fine buckets are known without a second scan. (Hash
+    # modes have up to 4096 x 64 fine buckets per partition: there the fine pass reads only what differs.)
+    fine: tuple[Aggs, Aggs] | None = _aggregate(old, new, ["_p", "_b1"]) if mode == "offsets" else None
+    l0 = (_coarse(fine[0]), _coarse(fine[1])) if fine is not None else _aggregate(old, new, ["_p", "_b0"])
     if window_fn is not None:
         highest = tuple({p: max(a[5] for (q, _b), a in aggs.items() if q == p) + 1 for p, _b in aggs}
                         for aggs in l0)
         window = window_fn(highest[0], highest[1])
         out.window = window
-        l0 = _apply_window(spark, old, new, l0, window, out)
+        l0, cut = _apply_window(spark, old, new, l0, window, out)
+        if cut:
+            fine = None  # a cut bucket's fine aggregates hold rows past the window: read again
         inside = _inside(window)
         old, new = old.where(inside), new.where(inside)
     old_l0, new_l0 = l0
@@ -191,10 +218,15 @@ def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, c
     if not differing:
         return out
     old_r, new_r = _only(spark, old, "_b0", differing), _only(spark, new, "_b0", differing)
-    fine = _differing(*_aggregate(old_r, new_r, ["_p", "_b1"]))
-    out.cost["differing"]["_b1"] = len(fine)
-    if fine:
-        _rows(spark, _only(spark, old_r, "_b1", fine), _only(spark, new_r, "_b1", fine), mode, columns,
+    if fine is not None:
+        chosen = set(differing)
+        per = B0 // B1
+        finer = _differing(*({k: a for k, a in side.items() if (k[0], k[1] // per) in chosen} for side in fine))
+    else:
+        finer = _differing(*_aggregate(old_r, new_r, ["_p", "_b1"]))
+    out.cost["differing"]["_b1"] = len(finer)
+    if finer:
+        _rows(spark, _only(spark, old_r, "_b1", finer), _only(spark, new_r, "_b1", finer), mode, columns,
               sample_size, out)
     return out
 
