@@ -107,7 +107,8 @@ RUNBOOK = [
     {"name": "the shadow", "action": "shadow.run"},
     {"name": "the tables agree", "expect": "verify-passed"},
     {"name": "promote", "action": "promote"},
-    {"name": "traffic on the new cluster", "action": "traffic.wait", "with": {"records": 300}},
+    # 5 s or more of the reverse mirror copying: it reports (and so serves its lag) every 5 s
+    {"name": "traffic on the new cluster", "action": "traffic.wait", "with": {"records": 500}},
     {"name": "the canonical table's writer goes on from the new cluster", "action": "legacy.run",
      "with": {"cluster": "new"}},
     {"name": "rollback", "action": "rollback"},
