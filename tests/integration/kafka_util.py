@@ -94,5 +94,15 @@ def _end(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
             consumer.poll(0.2)
 
 
+def committed(props: Mapping[str, str], group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's committed offset per partition (-1001: none), read as cutover reads groups: asked again while
+    the group's coordinator loads or moves (a consumer's committed() raised NOT_COORDINATOR here under load)."""
+    from cutover.kafka.clients import ClusterRef
+    from cutover.kafka.offsets import group_info
+
+    held = group_info(ClusterRef("cluster", dict(props)), group, 30).offsets
+    return {p: held.get((topic, p), -1001) for p in range(partitions)}
+
+
 def rec(msg: Message) -> Rec:
     return Rec(msg.partition(), msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()), msg.timestamp()[1])

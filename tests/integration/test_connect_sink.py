@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from cutover.errors import Refused
 from cutover.kafka.connect import Connect
@@ -22,7 +21,7 @@ from cutover.local.connect import sink_config
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan
 from tests.conftest import cutover, wait_for
-from tests.integration.kafka_util import create_topic, produce, read_all
+from tests.integration.kafka_util import committed, create_topic, produce, read_all
 
 CONTROL_PREFIX = "kafka.connect.offsets."
 
@@ -68,15 +67,6 @@ def _topics(props: dict[str, str]) -> set[str]:
     return set(AdminClient(dict(props)).list_topics(timeout=30).topics)
 
 
-def _committed(props: dict[str, str], group: str, topic: str, partitions: int) -> dict[int, int]:
-    consumer = Consumer({**props, "group.id": group, "enable.auto.commit": False})
-    try:
-        got = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
-        return {tp.partition: tp.offset for tp in got}
-    finally:
-        consumer.close()
-
-
 def test_the_iceberg_sink_writes_the_old_table_and_is_paused_resumed_and_deleted(
         worker: Connect, plan: Plan, ns: str) -> None:
     old = plan.cluster("old")
@@ -109,7 +99,7 @@ def test_the_iceberg_sink_writes_the_old_table_and_is_paused_resumed_and_deleted
     assert set(json.loads(next(iter(stored.values())))) == {"0"}
     assert summary["kafka.connect.commit-id"]
     # and the connector's consumer group at the end of each data partition
-    wait_for(lambda: _committed(old, f"connect-{name}", topic, 3) == {0: 100, 1: 100, 2: 100}, 60,
+    wait_for(lambda: committed(old, f"connect-{name}", topic, 3) == {0: 100, 1: 100, 2: 100}, 60,
              "the connector group committed at the data topic's end")
 
     worker.pause(name)
@@ -209,7 +199,7 @@ def test_the_same_sink_connector_goes_on_from_the_new_cluster_at_the_next_record
     last = {p: max(r.offset for r in copies if r.partition == p) for p in range(3)}
     assert len(copies) == 150 and detail["new_positions"] == {p: o + 1 for p, o in last.items()}
     assert detail["control_topic_ends"] == {0: 0} and pair.control_topic in _topics(new)
-    assert _committed(new, pair.sink_group, pair.topic, 3) == detail["new_positions"]
+    assert committed(new, pair.sink_group, pair.topic, 3) == detail["new_positions"]
 
     sandbox.start_connect("new")  # the operator moves the Connect cluster and creates the connector again
     worker.put(f"{ns}-sink", config)
@@ -223,10 +213,10 @@ def test_the_same_sink_connector_goes_on_from_the_new_cluster_at_the_next_record
     # a re-run of the hand-over (a crash after it) leaves the connector's own progress alone
     worker.pause(f"{ns}-sink")
     worker.wait(f"{ns}-sink", "PAUSED", 60)
-    progressed = _committed(new, pair.sink_group, pair.topic, 3)
+    progressed = committed(new, pair.sink_group, pair.topic, 3)
     again = sink.move(main, pair, "t1", 60, "forward")
     assert again["stamped_before"] and again["new_positions"] == detail["new_positions"]
-    assert _committed(new, pair.sink_group, pair.topic, 3) == progressed != detail["new_positions"]
+    assert committed(new, pair.sink_group, pair.topic, 3) == progressed != detail["new_positions"]
     worker.delete(f"{ns}-sink")
     sandbox.start_connect("old")
 
@@ -248,7 +238,7 @@ def test_a_hand_over_is_refused_before_anything_changes_when_the_sinks_state_doe
             sink.move(main, other, "t", 3, "forward")
         assert exc.value.exit_code == 3
         assert pair.control_topic not in _topics(new), "nothing made on the new cluster"
-        assert _committed(new, pair.sink_group, pair.topic, 3) == {0: -1001, 1: -1001, 2: -1001}
+        assert committed(new, pair.sink_group, pair.topic, 3) == {0: -1001, 1: -1001, 2: -1001}
 
     # the plan names another connector: the table holds offsets of a group other than the configured one
     refused(dataclasses.replace(pair, connector="billing-sink", connect_url=None),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from cutover import jvm
 from cutover.local.sandbox import Sandbox
@@ -21,7 +21,7 @@ from cutover.readers.flink import JAVA17_OPENS
 from cutover.shadow.source import java_properties
 from tests.conftest import cutover, wait_for
 from tests.integration.app_process import AppProcess, reader_plan
-from tests.integration.kafka_util import create_topic, produce
+from tests.integration.kafka_util import committed, create_topic, produce
 
 pytestmark = pytest.mark.slow  # three runs of a Flink job, a promote and a rollback
 
@@ -72,14 +72,6 @@ def _produce(props: dict[str, str], topic: str, phase: str, n: int, aborted: boo
     return set(values)
 
 
-def _committed(props: dict[str, str], group: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({**props, "group.id": group})
-    try:
-        return {tp.partition: tp.offset for tp in consumer.committed([TopicPartition(topic, p) for p in (0, 1)], 30)}
-    finally:
-        consumer.close()
-
-
 def test_a_flink_job_moves_from_its_savepoint_and_reads_every_record_once(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     old, new = plan.cluster("old"), plan.cluster("new")
@@ -123,7 +115,7 @@ def test_a_flink_job_moves_from_its_savepoint_and_reads_every_record_once(
     handoff = json.loads(start_file.read_text())
     assert handoff["source_uid"] == "clicks-source-new" and handoff["cluster"] == "new"
     assert handoff["offsets"] == [{"topic": topic, "partition": p, "offset": 20} for p in (0, 1)]
-    assert _committed(new, group, topic) == {0: 20, 1: 20}  # start: committed
+    assert committed(new, group, topic, 2) == {0: 20, 1: 20}  # start: committed
     status = cutover("status", "--plan", str(plan_file))
     assert "reader clicks: on the new cluster, source uid clicks-source-new" in status.out, status.out
     assert f"{topic}[0] 23 -> 20" in status.out
