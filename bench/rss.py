@@ -16,6 +16,7 @@ class PeakRss:
     def __init__(self, pid: int, every: float = 0.25) -> None:
         self.pid, self.every, self.peak = pid, every, 0
         self._stop = threading.Event()
+        self._sampled = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     @property
@@ -30,9 +31,16 @@ class PeakRss:
         self._stop.set()
         self._thread.join(10)
 
+    def wait_sample(self, timeout: float = 5.0) -> None:
+        """Until the next sample is taken (or `timeout` seconds)."""
+        with self._sampled:
+            self._sampled.wait(timeout)
+
     def _run(self) -> None:
         while True:
             self.peak = max(self.peak, tree_rss(self.pid))
+            with self._sampled:
+                self._sampled.notify_all()
             if self._stop.wait(self.every):
                 return
 

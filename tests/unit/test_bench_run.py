@@ -7,6 +7,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -46,10 +47,16 @@ def test_the_peak_rss_counts_the_children_of_a_process() -> None:
         from rss import PeakRss, tree_rss
     finally:
         sys.path.remove(str(BENCH))
-    grow = "b = bytearray(200 * 2**20); import time; time.sleep(1.5)"  # 200 MB, touched, in a grandchild
+    # 200 MB, touched, held by a grandchild until the test closes its input: no fixed wait on either side
+    hold = "import sys; b = bytearray(200 * 2**20); sys.stdin.read()"
     child = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', "
-                                                    f"{grow!r}])"])
+                                                    f"{hold!r}])"], stdin=subprocess.PIPE)
     with PeakRss(child.pid, every=0.05) as peak:
+        deadline = time.monotonic() + 30
+        while peak.peak < 200 * 2**20 and time.monotonic() < deadline and child.poll() is None:
+            peak.wait_sample()
+        assert child.stdin is not None
+        child.stdin.close()
         child.wait(30)
     assert peak.mb > 200, peak.mb
     assert tree_rss(os.getpid()) > 0 and tree_rss(child.pid) == 0  # a process that is gone holds nothing
