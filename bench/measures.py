@@ -126,23 +126,9 @@ def verify(box: Any, folder: Path, rows: int, run: int, differences: bool, label
     """`label`: the size the table names the figure by (the rows at --scale 1)."""
     import verify_bench as vb
 
-    from cutover.lake import spark as spark_mod
-    from cutover.lake import tables
-    from cutover.plan import load_plan
     from cutover.verify import run as verify_run
 
-    name = f"v{rows}r{run}t{int(time.time())}"
-    plan_file = plan_for(box, folder, f"bench-{name}", tables=[
-        {"topic": "bench.orders", "old": f"{name}.old", "new": f"{name}.new",
-         "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}}],
-        spark={**yaml.safe_load(box.plan_file.read_text())["spark"],
-               "conf": {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g"}})
-    plan = load_plan(plan_file)
-    spark = spark_mod.session(plan, "bench-verify")
-    old, new = tables.qualified(plan, f"{name}.old"), tables.qualified(plan, f"{name}.new")
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {old.rsplit('.', 1)[0]}")
-    vb.make(spark, old, rows)
-    vb.make(spark, new, rows)
+    plan, spark, old, new = vb.two_tables(box, folder, f"v{rows}r{run}t{int(time.time())}", rows)
     vb.floor(spark, old, new)  # warm the session and the file listing once
     t_floor, _ = vb.timed(lambda: vb.floor(spark, old, new))
     out = []

@@ -43,6 +43,26 @@ def make(spark: Any, name: str, rows: int) -> None:
     ).writeTo(name).using("iceberg").create()
 
 
+def two_tables(box: Sandbox, folder: Path, name: str, rows: int) -> tuple[Any, Any, str, str]:
+    """A plan whose one pair is NAME.old and NAME.new, both made with `rows` equal rows:
+    (plan, its Spark session, old table, new table)."""
+    data = yaml.safe_load(box.plan_file.read_text())
+    data["env_file"] = str(box.dir / data["env_file"])
+    data["name"] = f"bench-{name}"
+    data["spark"]["conf"] = {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g"}
+    data["tables"] = [{"topic": "bench.orders", "old": f"{name}.old", "new": f"{name}.new",
+                       "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}}]
+    plan_file = folder / f"plan-{name}.yaml"
+    plan_file.write_text(yaml.safe_dump(data))
+    plan = load_plan(plan_file)
+    spark = spark_mod.session(plan, "bench-verify")
+    old, new = tables.qualified(plan, f"{name}.old"), tables.qualified(plan, f"{name}.new")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {old.rsplit('.', 1)[0]}")
+    make(spark, old, rows)
+    make(spark, new, rows)
+    return plan, spark, old, new
+
+
 def timed(fn: Any) -> tuple[float, Any]:
     began = time.monotonic()
     out = fn()
@@ -81,20 +101,7 @@ def main() -> None:
         box.up()
         try:
             for rows in args.rows:
-                data = yaml.safe_load(box.plan_file.read_text())
-                data["env_file"] = str(box.dir / data["env_file"])
-                data["name"] = f"bench{rows}"
-                data["spark"]["conf"] = {"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g"}
-                data["tables"] = [{"topic": "bench.orders", "old": f"b{rows}.old", "new": f"b{rows}.new",
-                                   "old_offset_columns": {"partition": "kafka_partition", "offset": "kafka_offset"}}]
-                plan_file = Path(tmp) / f"plan{rows}.yaml"
-                plan_file.write_text(yaml.safe_dump(data))
-                plan = load_plan(plan_file)
-                spark = spark_mod.session(plan, "bench-verify")
-                old, new = tables.qualified(plan, f"b{rows}.old"), tables.qualified(plan, f"b{rows}.new")
-                spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {old.rsplit('.', 1)[0]}")
-                make(spark, old, rows)
-                make(spark, new, rows)
+                plan, spark, old, new = two_tables(box, Path(tmp), f"b{rows}", rows)
                 floor(spark, old, new)  # warm up the session and the file listing once
                 t_floor, _ = timed(lambda o=old, n=new, s=spark: floor(s, o, n))
                 t_except, diff = timed(lambda o=old, n=new, s=spark: except_all(s, o, n))
