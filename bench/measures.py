@@ -157,7 +157,7 @@ def freeze(box: Any, folder: Path, topics: int, partitions: int, groups: int, ro
 
     import switch_bench as swb
 
-    args = argparse.Namespace(topics=topics, partitions=partitions, groups=groups, quiet=2.0, repeat=rounds,
+    args = argparse.Namespace(topics=topics, partitions=partitions, groups=groups, quiet=10.0, repeat=rounds,
                               prefix=f"bench.f{topics}x{partitions}t{int(time.time())}")
     sub = folder / f"freeze-{topics}x{partitions}"
     sub.mkdir(exist_ok=True)

@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--topics", type=int, default=12)
     ap.add_argument("--partitions", type=int, default=12)
     ap.add_argument("--groups", type=int, default=20)
-    ap.add_argument("--quiet", type=float, default=2.0, help="gates.quiet_period, seconds")
+    ap.add_argument("--quiet", type=float, default=10.0, help="gates.quiet_period, seconds (the default plan's)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of by hand, promote, rollback")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="cutover-switch-bench-") as tmp:

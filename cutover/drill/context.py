@@ -71,6 +71,8 @@ class Drill:
     faults: FaultInjector = field(default_factory=ByHand)
     #: seconds to wait for any one answer from a cluster, the catalog or the storage (--timeout)
     timeout: float = NETWORK_TIMEOUT
+    #: the runbook has the fault switch.kill: the switch plan's before_step hook kills on its cue
+    kills_switch: bool = False
     _switch_plan: Plan | None = None
 
     @property
@@ -95,6 +97,8 @@ class Drill:
 
         switch = dataclasses.asdict(self.plan.spec.switch)
         file, hooks = self.folder / "switch-plan.yaml", control_hooks(self.folder / "hooks", self.ctl)
+        if self.kills_switch:
+            hooks.update(kill_hook(self.folder / "hooks", self.ctl))
         if sink.pairs(self.plan):  # the operator's part with the Iceberg sink connector
             hooks.update(sink.hooks(self.folder / "hooks", file, self.sandbox.dir))
         self._switch_plan = derive(self.plan.file, file, hooks=hooks,
@@ -156,6 +160,20 @@ def control_hooks(folder: Path, ctl: Path) -> dict[str, str]:
         "stop_consumers": f'touch "{ctl}/stop"\n' + wait.format(c=ctl, who="consumer", ack="consumer.stopped"),
         "resume": f'rm -f "{ctl}/pause" "{ctl}/stop"\n',
     }
+    return _scripts(folder, scripts)
+
+
+def kill_hook(folder: Path, ctl: Path) -> dict[str, str]:
+    """The hook of the fault switch.kill: before_step SIGKILLs the switch process as the step cued by the file
+    `ctl`/kill.ACTION.STEP begins, however short that step is."""
+    return _scripts(folder, {"before_step": (
+        f'f="{ctl}/kill.$CUTOVER_ACTION.$CUTOVER_STEP"\n'
+        'if [ -f "$f" ]; then rm -f "$f"; echo "the drill kills cutover in step $CUTOVER_STEP"; '
+        'kill -9 $PPID; while kill -0 $PPID 2>/dev/null; do sleep 0.01; done; fi\n')})
+
+
+def _scripts(folder: Path, scripts: dict[str, str]) -> dict[str, str]:
+    folder.mkdir(parents=True, exist_ok=True)
     for event, body in scripts.items():
         (folder / event).write_text("#!/bin/sh\n" + body)
         (folder / event).chmod(0o755)

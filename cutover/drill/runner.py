@@ -76,7 +76,7 @@ def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     box = sandbox_for(plan, opts.sandbox_dir)
     drill = Drill(plan, folder.absolute(), box, opts.auto, opts.confirm, faults=box if box is not None else ByHand(),
-                  timeout=opts.timeout)
+                  timeout=opts.timeout, kills_switch=any(s.op == "switch.kill" for s in runbook.steps))
     drill.shadow_metrics = _shadow_metrics(plan)  # a port in use is named before any step runs
     if not drill.faults.automatic:
         progress("note: the plan's clusters are not the local sandbox's: sandbox faults become manual steps")

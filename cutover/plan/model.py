@@ -266,8 +266,12 @@ class Gates:
     max_duplicate_rows: int = 0
     #: Verify fails, and promote refuses, when one table is further ahead than this (offsets mode).
     max_lag_rows: LagGate = field(default_factory=LagGate)
-    #: After the freeze, the old cluster's end offsets must stand still this long.
+    #: After the freeze, the old cluster's end offsets must stand still this long, unless the freeze_producers
+    #: hook gave evidence (it returned in this run, and no transaction is open): then `quiet_confirm` is enough.
     quiet_period: Duration = Duration(10)
+    #: With that evidence, how long the end offsets must stand still, counted from wait-quiet across the drain
+    #: and the groups' sync (at most the quiet period). Set it to the quiet period to always wait the whole of it.
+    quiet_confirm: Duration = Duration(1)
     #: `cutover assess`: a blocker when a table's writer (old pipeline or shadow) could be down for less than
     #: this before retention deletes records it has not written (from retention and the produce rate).
     min_replay_window: Duration = Duration(6 * 3600)

@@ -3,9 +3,11 @@
 Promote arms it before the freeze: the process starts, fences the reverse direction's
 older instances, loads its own state, then waits for a go file, copying nothing and
 reading nothing of the forward direction's progress. Inside the freeze window,
-start-reverse-mirror only writes the go file and waits until the process has read the
-forward map and the old cluster's ends (the drain's outcome) and owns its partitions. An
-armed process whose promote goes away (refused, killed) exits without copying.
+start-reverse-mirror only writes the go file. The process then reads the forward map and
+the old cluster's ends (the drain's outcome, which nothing changes after the freeze) and
+takes its partitions while the clients switch; reverse-mirror-running, after resume,
+waits until it has. An armed process whose promote goes away (refused, killed) exits
+without copying.
 
 Its pid and log live in the journal folder. It only keeps the old cluster close behind
 the new one; nothing depends on it surviving: its progress lives in the old cluster,
@@ -34,6 +36,8 @@ READY_TIMEOUT = 120.0
 GO_POLL = 0.05
 #: The armed process this promote spawned, by plan file: start() hands the go to it.
 _armed: dict[str, subprocess.Popen[bytes]] = {}
+#: The process start() let go (or spawned) and when, by plan file: confirm() waits until it is ready.
+_going: dict[str, tuple[subprocess.Popen[bytes], float]] = {}
 
 
 def _files(plan: Plan) -> tuple[Path, Path, Path]:
@@ -93,18 +97,19 @@ def await_go(armed: Path, go: Path, parent: int, stop: threading.Event) -> bool:
     return True
 
 
-def start(plan: Plan) -> dict[str, Any]:
+def start(plan: Plan, wait: bool = True) -> dict[str, Any]:
+    """Give the armed process its go (or, when none is armed, spawn one). With `wait`, until it is ready;
+    without, `confirm` waits for it later: what it reads first (the drained forward map, the old cluster's
+    ends) stays as the freeze left it, so the clients need not wait for it."""
     pid_file, log_file, ready = _files(plan)
     armed, go = _gate_files(plan)
     proc = _armed.pop(_plan_path(plan), None)
     pid = running(plan)
     if proc is not None and pid == proc.pid and not ready.exists():
-        started = time.monotonic()
         go.touch()
-        process.wait_ready(proc, ready.exists, log_file, READY_TIMEOUT, "the reverse mirror", every=GO_POLL)
-        progress(f"  reverse mirror running (pid {proc.pid}, armed before the freeze; "
-                 f"{time.monotonic() - started:.1f}s from go to ready)")
-        return {"pid": proc.pid, "log": str(log_file), "armed_before_freeze": True}
+        _going[_plan_path(plan)] = (proc, time.monotonic())
+        detail = {"pid": proc.pid, "log": str(log_file), "armed_before_freeze": True}
+        return {**detail, **confirm(plan)} if wait else detail
     if pid is not None and not ready.exists():  # armed by a promote that is gone: it is exiting or must
         stop(plan)
     elif pid is not None:
@@ -114,9 +119,30 @@ def start(plan: Plan) -> dict[str, Any]:
     proc = process.spawn(["mirror", "--plan", _plan_path(plan), "--reverse", "--ready-file", str(ready)], log_file,
                          cwd=plan.base_dir)
     pid_file.write_text(f"{proc.pid}\n")
-    process.wait_ready(proc, ready.exists, log_file, READY_TIMEOUT, "the reverse mirror")
-    progress(f"  reverse mirror running (pid {proc.pid}, log {log_file})")
-    return {"pid": proc.pid, "log": str(log_file)}
+    _going[_plan_path(plan)] = (proc, time.monotonic())
+    detail = {"pid": proc.pid, "log": str(log_file)}
+    return {**detail, **confirm(plan)} if wait else detail
+
+
+def confirm(plan: Plan) -> dict[str, Any]:
+    """Wait until the reverse mirror this process started is ready (owns its partitions and copies); in a run
+    resumed after that start, start it if it is not running."""
+    _pid, log_file, ready = _files(plan)
+    going = _going.pop(_plan_path(plan), None)
+    if going is None:  # a run resumed after start-reverse-mirror: the process it let go may still be starting
+        _armed_file, go = _gate_files(plan)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while go.exists() and not ready.exists() and running(plan) is not None and time.monotonic() < deadline:
+            time.sleep(GO_POLL)
+        pid = running(plan)
+        if pid is not None and ready.exists():
+            return {"pid": pid, "ready": True}
+        return start(plan, wait=True)
+    proc, since = going
+    process.wait_ready(proc, ready.exists, log_file, READY_TIMEOUT, "the reverse mirror", every=GO_POLL)
+    took = round(time.monotonic() - since, 3)
+    progress(f"  reverse mirror running (pid {proc.pid}, log {log_file}; {took:.1f}s from go to ready)")
+    return {"pid": proc.pid, "ready": True, "go_to_ready_seconds": took}
 
 
 def disarm(plan: Plan) -> None:

@@ -31,6 +31,7 @@ class Effects(Protocol):
     def sync_groups(self, direction: st.Direction) -> Detail: ...
     def arm_reverse_mirror(self) -> Detail: ...
     def reverse_mirror(self, on: bool) -> Detail: ...
+    def reverse_mirror_running(self) -> Detail: ...
     def still_drained(self, direction: st.Direction) -> Detail: ...
     def reopen_mirror(self) -> Detail: ...
     def route(self, side: ClusterSide) -> Detail: ...
@@ -59,6 +60,8 @@ class Live:
         self._still: dict[ClusterSide, waits.Still] = {}
         #: per direction, the positions this run's last drain committed (its summary: no state read)
         self._drained: dict[st.Direction, dict[tuple[str, int], int]] = {}
+        #: the sides whose freeze_producers hook returned in this run: evidence the producers stopped
+        self._frozen: set[ClusterSide] = set()
 
     def hook(self, event: str, **context: str | None) -> Detail | None:
         if context.get("reader"):
@@ -68,6 +71,8 @@ class Live:
         done = hooks.run(self.plan, event, env, float(self.plan.spec.switch.hook_timeout))
         if done is None and event in ("freeze_producers", "stop_consumers"):
             progress(f"  no {event} hook in the plan: do it by hand now; cutover waits for the result")
+        elif event == "freeze_producers" and context.get("cluster") in ("old", "new"):
+            self._frozen.add(context["cluster"])  # type: ignore[arg-type]
         return done
 
     def hold(self) -> Detail:
@@ -79,9 +84,12 @@ class Live:
         return detail
 
     def quiet(self, side: ClusterSide) -> Detail:
-        detail = waits.cluster_quiet(self.plan, side, self.timeout)
+        evidence = side in self._frozen
+        detail = waits.cluster_quiet(self.plan, side, self.timeout, evidence)
         highs = {(k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])): h for k, h in detail["ends"].items()}
         self._still[side] = (time.monotonic() - detail["still_seconds"], highs)
+        detail["evidence"] = "the freeze_producers hook returned" if evidence else None
+        detail["hold_until_still_for"] = waits.quiet_period(self.plan, evidence)
         return detail
 
     def drain(self, direction: st.Direction) -> Detail:
@@ -140,7 +148,10 @@ class Live:
         return background.arm(self.plan)
 
     def reverse_mirror(self, on: bool) -> Detail:
-        return background.start(self.plan) if on else background.stop(self.plan)
+        return background.start(self.plan, wait=False) if on else background.stop(self.plan)
+
+    def reverse_mirror_running(self) -> Detail:
+        return background.confirm(self.plan)
 
     def still_drained(self, direction: st.Direction) -> Detail:
         """After the groups' sync: the source took no write since the drain, and its end offsets have stood
@@ -155,8 +166,10 @@ class Live:
             self.sync_groups(direction)
 
         since = self._still.pop(side, None) or (time.monotonic(), None)
+        # a run resumed here has no evidence from this run's freeze hook: it holds the whole quiet period
+        period = waits.quiet_period(self.plan, side in self._frozen)
         return waits.still(waits.ends_reader(self.plan, side, self.timeout), lambda: self._mirrored(direction),
-                           redrain, float(self.plan.spec.gates.quiet_period), since, f"the {side} cluster")
+                           redrain, period, since, f"the {side} cluster")
 
     def reopen_mirror(self) -> Detail:
         return st.set_mark(self.plan, "open", self.action, self.run, self.timeout)
@@ -257,11 +270,16 @@ class DryRun:
 
     def quiet(self, side: ClusterSide) -> Detail:
         g = self.plan.spec
+        opened = (f"no transaction is open on its partitions (refuse, naming them, after "
+                  f"{g.switch.quiet_timeout:.0f}s)")
+        if hooks.command(self.plan, "freeze_producers") is not None:
+            return self._would(f"once the freeze_producers hook has returned (evidence the producers stopped), wait "
+                               f"until {opened}; that the {side} cluster's end offsets stand still is checked "
+                               f"across the drain, for {waits.quiet_period(self.plan, True):g}s, at check-drained")
         floor = min(float(g.gates.quiet_period), waits.QUIET_FLOOR)
-        return self._would(f"wait until the {side} cluster's end offsets stand still for {floor:.1f}s and no "
-                           "transaction is open on its partitions (refuse, naming them, after "
-                           f"{g.switch.quiet_timeout:.0f}s); the rest of the {g.gates.quiet_period:.0f}s quiet "
-                           "period is checked across the drain, at check-drained")
+        return self._would(f"wait until the {side} cluster's end offsets stand still for {floor:.1f}s and {opened}; "
+                           f"the rest of the {g.gates.quiet_period:.0f}s quiet period is checked across the drain, "
+                           "at check-drained")
 
     def drain(self, direction: st.Direction) -> Detail:
         closing = "close the forward mirror to every other process (in its state), then " \
@@ -294,15 +312,19 @@ class DryRun:
                            "its state, then copies nothing until start-reverse-mirror says go")
 
     def reverse_mirror(self, on: bool) -> Detail:
-        return self._would("start the reverse mirror (new -> old) in the background" if on else
-                           "stop the background reverse mirror")
+        return self._would("start the reverse mirror (new -> old) in the background, without waiting for it" if on
+                           else "stop the background reverse mirror")
+
+    def reverse_mirror_running(self) -> Detail:
+        return self._would(f"wait until the reverse mirror owns its partitions (give up after "
+                           f"{background.READY_TIMEOUT:.0f}s)")
 
     def still_drained(self, direction: st.Direction) -> Detail:
         side = "old" if direction == "forward" else "new"
+        held = waits.quiet_period(self.plan, hooks.command(self.plan, "freeze_producers") is not None)
         return self._would(f"check the {side} cluster took no write since the drain; copy any late record (a "
                            "producer the freeze missed) and sync the groups again before the clients switch; "
-                           f"keep the freeze until its end offsets have stood still for "
-                           f"{self.plan.spec.gates.quiet_period:.0f}s since wait-quiet")
+                           f"keep the freeze until its end offsets have stood still for {held:g}s since wait-quiet")
 
     def reopen_mirror(self) -> Detail:
         return self._would("mark the forward mirror as free to run again in its state on the new cluster (the "

@@ -26,7 +26,7 @@ FREEZE_STARTS, FREEZE_ENDS = "freeze-producers", "switch-clients"
 HOLD = "hold"
 #: The last step before the point of no return: nothing written on the side the clients leave is left behind.
 CHECK_DRAINED = "check-drained"
-ARM_REVERSE, START_REVERSE = "arm-reverse-mirror", "start-reverse-mirror"
+ARM_REVERSE, START_REVERSE, REVERSE_RUNNING = "arm-reverse-mirror", "start-reverse-mirror", "reverse-mirror-running"
 SYNC_REGISTRY, OPEN_REGISTRY = "sync-registry", "open-registry"
 
 
@@ -101,9 +101,20 @@ def _start_reader(r: Reader, side: ClusterSide) -> Step:
 
 def _check(side: ClusterSide, direction: Direction) -> Step:
     return Step(CHECK_DRAINED, f"check the {side} cluster took no write since the drain and its end offsets have "
-                "stood still for the quiet period since wait-quiet; a late record (a producer the freeze missed) is "
-                "copied, and the groups synced again, before the clients switch",
-                lambda fx: fx.still_drained(direction))
+                "stood still since wait-quiet for the quiet period (the confirmation window when the freeze hook "
+                "returned); a late record (a producer the freeze missed) is copied, and the groups synced again, "
+                "before the clients switch", lambda fx: fx.still_drained(direction))
+
+
+def _wait_quiet(plan: Plan, side: ClusterSide) -> Step:
+    if plan.spec.hooks.get("freeze_producers"):
+        what = (f"wait until no transaction is open on the {side} cluster (the freeze_producers hook having returned, "
+                f"its end offsets must then stand still for {float(plan.spec.gates.quiet_confirm):g}s, checked across "
+                "the drain, to check-drained)")
+    else:
+        what = (f"wait until the {side} cluster's end offsets stand still and no transaction is open (the "
+                f"{plan.spec.gates.quiet_period:.0f}s quiet period runs on across the drain, to check-drained)")
+    return Step("wait-quiet", what, lambda fx: fx.quiet(side))
 
 
 def _reopen() -> Step:
@@ -126,7 +137,6 @@ def _registry(plan: Plan, direction: Direction, stage: str) -> list[Step]:
 
 
 def promote(plan: Plan) -> list[Step]:
-    quiet = f"{plan.spec.gates.quiet_period:.0f}s"
     steps = [
         Step(HOLD, "hold while the postpone file exists; once released, check every precondition again",
              lambda fx: fx.hold()),
@@ -139,9 +149,7 @@ def promote(plan: Plan) -> list[Step]:
     steps += [
         Step("freeze-producers", "freeze producers on the old cluster (hook freeze_producers)",
              lambda fx: fx.hook("freeze_producers", cluster="old")),
-        Step("wait-quiet", f"wait until the old cluster's end offsets stand still and no transaction is open (the "
-             f"{quiet} quiet period runs on across the drain, to check-drained)",
-             lambda fx: fx.quiet("old")),
+        _wait_quiet(plan, "old"),
         Step("drain-mirror", "drain the mirror (old -> new) to zero lag", lambda fx: fx.drain("forward")),
         Step("stop-consumers", "stop consumers (hook stop_consumers); wait until the groups are empty on old",
              _stop_consumers("old")),
@@ -152,9 +160,9 @@ def promote(plan: Plan) -> list[Step]:
     steps.append(_check("old", "forward"))
     steps += _registry(plan, "forward", "final")
     if plan.spec.switch.reverse_mirror:
-        steps.append(Step(START_REVERSE, "start the reverse mirror (new -> old) so rollback loses nothing: the "
-                          "armed one, told to go, reads the drained forward map and the old cluster's ends",
-                          lambda fx: fx.reverse_mirror(True)))
+        steps.append(Step(START_REVERSE, "start the reverse mirror (new -> old) so rollback loses nothing: tell the "
+                          "armed one to go; it reads the drained forward map and the old cluster's ends, which the "
+                          "freeze fixed, so the clients need not wait for it", lambda fx: fx.reverse_mirror(True)))
     steps.append(Step(POINT_OF_NO_RETURN, "point the routing file at the new cluster; hook switch_clients",
                       _switch("new")))
     steps += [Step(f"hand-over:{p.old}", f"stop the old writer of {p.old}; continue it from the new cluster at "
@@ -162,6 +170,10 @@ def promote(plan: Plan) -> list[Step]:
     steps += [_start_reader(r, "new") for r in plan.spec.readers]
     steps.append(Step("resume", "resume producers and consumers, now on the new cluster (hook resume)",
                       lambda fx: fx.hook("resume", active="new")))
+    if plan.spec.switch.reverse_mirror:
+        steps.append(Step(REVERSE_RUNNING, "wait until the reverse mirror started at start-reverse-mirror owns its "
+                          "partitions and copies (start it if a resumed run finds none)",
+                          lambda fx: fx.reverse_mirror_running()))
     return steps
 
 
@@ -184,14 +196,11 @@ def rollback(plan: Plan, history: History) -> list[Step]:
         steps.append(Step("resume", "resume producers and consumers on the old cluster (hook resume)",
                           lambda fx: fx.hook("resume", active="old")))
         return steps
-    quiet = f"{plan.spec.gates.quiet_period:.0f}s"
     steps = [
         *_registry(plan, "reverse", "prepare"),
         Step("freeze-producers", "freeze producers on the new cluster (hook freeze_producers)",
              lambda fx: fx.hook("freeze_producers", cluster="new")),
-        Step("wait-quiet", f"wait until the new cluster's end offsets stand still and no transaction is open (the "
-             f"{quiet} quiet period runs on across the drain, to check-drained)",
-             lambda fx: fx.quiet("new")),
+        _wait_quiet(plan, "new"),
         Step("drain-reverse-mirror", "drain the reverse mirror (new -> old) to zero lag",
              lambda fx: fx.drain("reverse")),
         Step("stop-consumers", "stop consumers (hook stop_consumers); wait until the groups are empty on new",

@@ -160,12 +160,20 @@ def ends_reader(plan: Plan, side: ClusterSide, timeout: float) -> Callable[[], E
     return read
 
 
-def cluster_quiet(plan: Plan, side: ClusterSide, timeout: float) -> dict[str, Any]:
-    """wait-quiet: the end offsets stand still for QUIET_FLOOR (at most the quiet period) and no transaction
-    is open. The full quiet period is proven later, by `still` (check-drained), across the drain."""
-    return quiet(ends_reader(plan, side, timeout), min(float(plan.spec.gates.quiet_period), QUIET_FLOOR),
-                 float(plan.spec.switch.quiet_timeout), f"the {side} cluster",
-                 bootstrap=ClusterRef.of(plan, side).bootstrap)
+def cluster_quiet(plan: Plan, side: ClusterSide, timeout: float, evidence: bool) -> dict[str, Any]:
+    """wait-quiet: no transaction is open and, without evidence, the end offsets stand still for QUIET_FLOOR
+    (at most the quiet period). With evidence (the freeze_producers hook returned), one reading with no open
+    transaction is enough: the ends standing still is proven by `still` (check-drained), across the drain."""
+    period = 0.0 if evidence else min(float(plan.spec.gates.quiet_period), QUIET_FLOOR)
+    return quiet(ends_reader(plan, side, timeout), period, float(plan.spec.switch.quiet_timeout),
+                 f"the {side} cluster", bootstrap=ClusterRef.of(plan, side).bootstrap)
+
+
+def quiet_period(plan: Plan, evidence: bool) -> float:
+    """How long check-drained holds the freeze after wait-quiet's reading: the quiet period, or with the freeze
+    hook's evidence the (shorter) confirmation window."""
+    period = float(plan.spec.gates.quiet_period)
+    return min(period, float(plan.spec.gates.quiet_confirm)) if evidence else period
 
 
 #: When the end offsets were last seen to move (a Clock time), and their high watermarks then.

@@ -187,12 +187,14 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
         dry = cutover("promote", "--plan", str(main.file), "--dry-run", "-o", "json")
         assert dry.code == 3, dry.err  # not verified yet: the one refusal; --verify below runs it
         assert [c["name"] for c in dry.json()["checks"] if not c["passed"]] == ["verify-passed"]
-        assert [s["name"] for s in dry.json()["steps"]] == [*PROMOTE, f"hand-over:{ns}.legacy", "resume"]
+        assert [s["name"] for s in dry.json()["steps"]] == [*PROMOTE, f"hand-over:{ns}.legacy", "resume",
+                                                            "reverse-mirror-running"]
         assert not (tmp_path / "journal").joinpath(ns, "journal.jsonl").exists()  # a dry run journals nothing
 
         # --verify: the first run verifies the tables now (Spark) before anything moves
-        killed, promoted = _switch(main, "promote", kills, [*PROMOTE, f"hand-over:{ns}.legacy", "resume"], "--verify")
-        assert killed == len(PROMOTE) + 2 + 2
+        killed, promoted = _switch(main, "promote", kills, [*PROMOTE, f"hand-over:{ns}.legacy", "resume",
+                                                            "reverse-mirror-running"], "--verify")
+        assert killed == len(PROMOTE) + 3 + 2
         assert promoted["phase"] == "promoted" and promoted["freeze_window"]["seconds"] > 0
         assert json.loads((tmp_path / "routing.json").read_text())["active"] == "new"
         at_promote = producer.count()
@@ -243,7 +245,7 @@ def test_promote_then_rollback_with_live_clients_and_kills_at_every_step(
     assert s["problems"] == [] and s["mirror"]["reverse"] is None  # not asked after a finished rollback
     # One cycle, two attempts, each folding the runs the SIGKILLs cut it into.
     assert s["cycle"] == 1 and [(a["cycle"], a["action"], a["outcome"], a["runs"]) for a in s["attempts"]] == [
-        (1, "promote", "done", len(PROMOTE) + 2 + 3), (1, "rollback", "done", killed + 1)]
+        (1, "promote", "done", len(PROMOTE) + 3 + 3), (1, "rollback", "done", killed + 1)]
     assert s["attempts"][1]["carried_back"] == len(on_new) and s["attempts"][1]["freeze_window_seconds"] > 0
     assert forward["direction"] == "old -> new"
     text = cutover("status", "--plan", str(main.file))
@@ -440,7 +442,7 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     assert "promote stopped at step wait-quiet: writes keep arriving on the old cluster after the freeze" in err
     rerun = cutover("promote", "--plan", str(main.file), "--execute")  # continues at wait-quiet, now quiet
     err = rerun.err
-    assert rerun.code == 1 and "[4/11] wait-quiet: wait until" in err and "hold: done earlier" in err, err
+    assert rerun.code == 1 and "[4/12] wait-quiet: wait until" in err and "hold: done earlier" in err, err
     assert ("promote stopped at step stop-consumers: hook stop_consumers (" + stop_hook + ") exited 3; "
             "its last lines:\n    consumers refused to stop") in err
     assert "cutover promote --execute again to continue from stop-consumers" in err
@@ -452,6 +454,8 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
         ("hold", "done"), ("arm-reverse-mirror", "done"), ("freeze-producers", "done"), ("wait-quiet", "done"),
         ("drain-mirror", "done"), ("stop-consumers", "failed")]
     assert s["steps"][0]["detail"]["held_seconds"] > 0
+    # no freeze_producers hook: no evidence that the producers stopped, so the whole quiet period is held
+    assert s["steps"][3]["detail"]["evidence"] is None and s["steps"][3]["detail"]["hold_until_still_for"] == 2.0
     # the reverse mirror armed before the freeze goes with the promote that armed it, having copied nothing
     wait_for(lambda: cutover("status", "--plan", str(main.file), "-o", "json").json()["mirror"]["reverse_process"]
              is None, 30, "the armed reverse mirror to exit with its promote")
@@ -469,7 +473,8 @@ def test_postpone_a_failing_hook_then_rollback_before_the_point_of_no_return(
     _script(hooks / "stop", "exit 0\n")  # fixed: promote again, from the start
     again = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
     assert again.code == 0, again.err
-    assert [st["name"] for st in again.json()["steps"]][-3:] == ["start-reverse-mirror", "switch-clients", "resume"]
+    assert [st["name"] for st in again.json()["steps"]][-4:] == ["start-reverse-mirror", "switch-clients", "resume",
+                                                                "reverse-mirror-running"]
     assert (ctl / "resumed-promote-new").exists() and background.running(main)
     assert json.loads((tmp_path / "routing.json").read_text())["active"] == "new"
     again = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
@@ -617,6 +622,11 @@ def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_
         assert steps["arm-reverse-mirror"].detail["armed"] is True
         assert steps["start-reverse-mirror"].detail["armed_before_freeze"] is True
         assert steps["arm-reverse-mirror"].detail["pid"] == steps["start-reverse-mirror"].detail["pid"]
+        # after resume, the one let go inside the window is confirmed running (the clients did not wait for it)
+        assert steps["reverse-mirror-running"].detail["pid"] == steps["start-reverse-mirror"].detail["pid"]
+        # the freeze hook returned: evidence; the ends needed to stand still only for the confirmation window
+        assert steps["wait-quiet"].detail["evidence"] == "the freeze_producers hook returned"
+        assert steps["wait-quiet"].detail["hold_until_still_for"] == 1.0
         produce(new, topic, [{"value": b"after %d" % i, "partition": i % 2} for i in range(4)])
         wait_for(lambda: len(read_all(old, topic, 2)) >= 30, 60, "the reverse mirror to carry the new writes back")
         on_old = read_all(old, topic, 2)

@@ -15,9 +15,10 @@ def test_promote_steps_and_the_rollback_chosen_by_the_point_of_no_return(tmp_pat
     names = [s.name for s in steps.promote(plan)]
     assert names == ["hold", "arm-reverse-mirror", "freeze-producers", "wait-quiet", "drain-mirror",
                      "stop-consumers", "sync-groups", "check-drained", "start-reverse-mirror", "switch-clients",
-                     "hand-over:legacy.orders", "resume"]
+                     "hand-over:legacy.orders", "resume", "reverse-mirror-running"]
     no_reverse = unit_plan(tmp_path, switch={"reverse_mirror": False})
-    assert not {"arm-reverse-mirror", "start-reverse-mirror"} & {s.name for s in steps.promote(no_reverse)}
+    assert not {"arm-reverse-mirror", "start-reverse-mirror", "reverse-mirror-running"} & {
+        s.name for s in steps.promote(no_reverse)}
 
     with Journal.open(tmp_path / "early", "promote") as j:
         journal_run(j, "promote", "a", ["hold", "freeze-producers", "wait-quiet", "drain-mirror", "stop-consumers",
@@ -51,7 +52,20 @@ def test_the_dry_run_says_every_step_and_changes_nothing(tmp_path: Path) -> None
     assert f"write {tmp_path / 'routing.json'}: active=new" in text
     assert "check the old cluster took no write since the drain; copy any late record" in text
     assert "legacy.orders: read the old writer's positions (offset columns of legacy.orders)" in text
+    # the freeze hook's return is the evidence: no still floor at wait-quiet, a 1 s confirmation at check-drained
+    assert ("once the freeze_producers hook has returned (evidence the producers stopped), wait until no transaction "
+            "is open on its partitions") in text
+    assert "keep the freeze until its end offsets have stood still for 1s since wait-quiet" in text
+    assert "start the reverse mirror (new -> old) in the background, without waiting for it" in text
+    assert fx.lines[-1].startswith("wait until the reverse mirror owns its partitions")  # after resume
     assert not (tmp_path / "routing.json").exists()
+
+    by_hand = DryRun(unit_plan(tmp_path, gates={"quiet_period": "10s"}), outside=lambda _p, _d, _t: {})
+    for step in steps.promote(by_hand.plan):
+        step.act(by_hand)
+    text = "\n".join(by_hand.lines)  # no freeze hook, no evidence: the whole quiet period
+    assert "wait until the old cluster's end offsets stand still for 0.5s and no transaction is open" in text
+    assert "keep the freeze until its end offsets have stood still for 10s since wait-quiet" in text
 
 
 def test_a_table_pair_must_say_where_its_old_writer_stands(tmp_path: Path) -> None:

@@ -109,3 +109,35 @@ def test_check_drained_restarts_the_quiet_period_when_the_ends_moved_or_a_late_r
     with pytest.raises(Refused, match=r"writes keep arriving on old after the freeze and the drain: t/0 \(\+"):
         waits.still(lambda: {("t", 0): (n := next(counter), n)}, lambda: {("t", 0): 0}, lambda: None, 2.0,
                     (0.0, None), "old", FakeClock())
+
+
+def test_with_the_freeze_hooks_evidence_one_reading_starts_the_drain_and_check_drained_confirms() -> None:
+    """The freeze_producers hook returned: wait-quiet needs one reading with no open transaction (not the
+    floor), and check-drained holds only the confirmation window, not the whole quiet period."""
+    clock = FakeClock()
+    ends = {("t", 0): (7, 7), ("t", 1): (3, 3)}
+    reads: list[int] = []
+
+    def read() -> waits.Ends:
+        reads.append(1)
+        return ends
+
+    quiet = waits.quiet(read, period=0.0, deadline=30, where="old", clock=clock)
+    assert len(reads) == 1 and clock.t == 0.0 and quiet["moves"] == 0
+    since = (clock.now() - quiet["still_seconds"], {tp: h for tp, (h, _s) in ends.items()})
+    clock.t += 0.4  # a drain and a sync shorter than the confirmation window: the rest is held
+    done = waits.still(lambda: ends, lambda: {("t", 0): 7, ("t", 1): 3}, lambda: None, 1.0, since, "old", clock)
+    assert done == {"late_offsets": {}, "still_seconds": 1.0} and clock.t == pytest.approx(1.0)
+
+    # an open transaction is still waited out, evidence or not
+    resolved = iter([{("t", 0): (20, 12)}] * 4 + [{("t", 0): (21, 21)}] * 10)
+    done = waits.quiet(lambda: next(resolved), period=0.0, deadline=30, where="old", clock=FakeClock())
+    assert done["open_transactions_seen"] == 1 and done["ends"] == {"t/0": 21}
+
+
+def test_the_held_period_is_the_quiet_period_without_evidence_and_the_confirmation_window_with_it(
+        tmp_path: Path) -> None:
+    plan = unit_plan(tmp_path, gates={"quiet_period": "10s", "quiet_confirm": "1s"})
+    assert waits.quiet_period(plan, evidence=False) == 10.0 and waits.quiet_period(plan, evidence=True) == 1.0
+    longer = unit_plan(tmp_path, gates={"quiet_period": "2s", "quiet_confirm": "5s"})  # never above the period
+    assert waits.quiet_period(longer, evidence=True) == 2.0

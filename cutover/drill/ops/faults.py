@@ -3,6 +3,7 @@ mid-step and its journal torn, and, through the fault injector, brokers and the 
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -110,7 +111,7 @@ def _transaction_resolve(d: Drill, a: ResolveArgs) -> Detail:
 @dataclass(frozen=True)
 class KillSwitchArgs:
     action: Literal["promote", "rollback"] = "promote"
-    #: the step during which the switch process is SIGKILLed (one that lasts: wait-quiet waits the quiet period)
+    #: the step during which the switch process is SIGKILLed
     step: str = "wait-quiet"
 
 
@@ -121,6 +122,9 @@ def _switch_kill(d: Drill, a: KillSwitchArgs) -> Detail:
 
     plan = d.switch_plan()
     folder = journal.directory(plan)
+    cued = d.sandbox is not None and d.kills_switch  # the drill's own hook: before_step kills as the step begins
+    if cued:
+        (d.ctl / f"kill.{a.action}.{a.step}").touch()
     proc = d.spawn("switch", a.action, "--plan", str(plan.file), "--execute")
 
     def inside() -> bool:
@@ -128,7 +132,19 @@ def _switch_kill(d: Drill, a: KillSwitchArgs) -> Detail:
         step = runs[-1].steps[-1] if runs and runs[-1].steps else None
         return bool(step and step.name == a.step and step.outcome is None)
 
-    process.wait_ready(proc, inside, d.folder / "switch.log", 600, f"cutover {a.action} (until step {a.step})")
+    if cued:
+        try:
+            proc.wait(600)
+        except subprocess.TimeoutExpired:
+            d.kill("switch")
+            raise CutoverError(f"cutover {a.action} did not reach step {a.step} in 600s; its log: "
+                               f"{d.folder / 'switch.log'}") from None
+        if not inside():
+            raise CutoverError(f"cutover {a.action} ended (exit {proc.returncode}) without being killed in step "
+                               f"{a.step}; its log: {d.folder / 'switch.log'}",
+                               fix=f"give switch.kill a step {a.action} runs (cutover {a.action} --dry-run lists them)")
+    else:
+        process.wait_ready(proc, inside, d.folder / "switch.log", 600, f"cutover {a.action} (until step {a.step})")
     return {"killed_in": a.step, "exit": d.kill("switch")}
 
 
