@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from cutover.errors import CutoverError, UnreachableError
@@ -69,34 +70,38 @@ def _ref(tbl: Any, branch: str) -> int | None:
 
 
 def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, props: dict[str, str], base: int,
-            branch: str, more: Callable[[Any, int, int], dict[str, str]] | None = None) -> None:
+            branch: str, more: Callable[[Any, int, int], dict[str, str]] | None = None,
+            timed: Callable[[str], AbstractContextManager[None]] | None = None) -> None:
     """Append `df` to the table only if its main branch is still at `base` (compare-and-set).
 
     `tbl` is the pyiceberg table as read with the offsets the rows were filtered against.
     The rows are committed to the run's own branch, set to `base` first; then main is
     fast-forwarded to it in a catalog commit that requires main to be still at `base` and
     also records the stamp in the table's properties (`cutover.kafka.state`, and what
-    `more(table, snapshot id, timestamp)` adds). The branch
+    `more(table, snapshot id, timestamp)` adds). `timed` times the "write" and the "commit". The branch
     head's parent is checked to be `base`, so even a branch dropped and recreated
     meanwhile cannot publish rows filtered against other stamps.
     """
+    timed = timed or (lambda _phase: nullcontext())
     name = qualified(plan, table)
-    at = _ref(tbl, branch)
-    if at is None:
-        spark.sql(f"ALTER TABLE {name} CREATE BRANCH `{branch}` AS OF VERSION {base}")
-    elif at != base:
-        spark.sql(f"ALTER TABLE {name} REPLACE BRANCH `{branch}` AS OF VERSION {base}")
-    df.writeTo(f"{name}.`branch_{branch}`").options(**{f"snapshot-property.{k}": v for k, v in props.items()}) \
-        .append()
-    after = load_table(plan, table)
-    written_id = _ref(after, branch)
-    written = after.snapshot_by_id(written_id) if written_id is not None else None
-    if written is None or written.parent_snapshot_id != base:
-        raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
-    recorded = {stamps.K_STATE: stamps.state_property(props, written.snapshot_id, written.timestamp_ms)}
-    if more is not None:
-        recorded.update(more(after, written.snapshot_id, written.timestamp_ms))
-    _fast_forward(after, table, base, written.snapshot_id, recorded)
+    with timed("write"):
+        at = _ref(tbl, branch)
+        if at is None:
+            spark.sql(f"ALTER TABLE {name} CREATE BRANCH `{branch}` AS OF VERSION {base}")
+        elif at != base:
+            spark.sql(f"ALTER TABLE {name} REPLACE BRANCH `{branch}` AS OF VERSION {base}")
+        df.writeTo(f"{name}.`branch_{branch}`").options(**{f"snapshot-property.{k}": v for k, v in props.items()}) \
+            .append()
+    with timed("commit"):
+        after = load_table(plan, table)
+        written_id = _ref(after, branch)
+        written = after.snapshot_by_id(written_id) if written_id is not None else None
+        if written is None or written.parent_snapshot_id != base:
+            raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
+        recorded = {stamps.K_STATE: stamps.state_property(props, written.snapshot_id, written.timestamp_ms)}
+        if more is not None:
+            recorded.update(more(after, written.snapshot_id, written.timestamp_ms))
+        _fast_forward(after, table, base, written.snapshot_id, recorded)
 
 
 def _fast_forward(tbl: Any, table: str, base: int, snapshot_id: int, recorded: dict[str, str]) -> None:

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -93,11 +93,14 @@ class TableRun:
     added_columns: tuple[str, ...]
     #: partition -> next offset, as stamped in the table for this run's cluster
     positions: dict[int, int]
+    #: seconds by phase of a batch (writer.PHASES) over the run's committed batches
+    phases: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"table": self.table, "topic": self.topic, "batches": self.batches, "rows": self.rows,
                 "dead_letters": self.dead_letters, "added_columns": list(self.added_columns),
-                "positions": {str(p): o for p, o in sorted(self.positions.items())}}
+                "positions": {str(p): o for p, o in sorted(self.positions.items())},
+                "phases": {p: round(s, 3) for p, s in self.phases.items()}}
 
 
 @dataclass(frozen=True)
@@ -343,4 +346,4 @@ def _await(queries: list[StreamingQuery], writers: list[TableWriter], stop: thre
 def _result(plan: Plan, w: TableWriter) -> TableRun:
     held = tables.table_offsets(plan, w.table)
     return TableRun(w.table, w.pair.topic, w.counters.batches, w.counters.rows, w.counters.dead_letters,
-                    tuple(w.counters.added_columns), held.for_cluster(w.cluster_id))
+                    tuple(w.counters.added_columns), held.for_cluster(w.cluster_id), dict(w.counters.phases))

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -72,6 +73,32 @@ class Counters:
     dead_letters: int = 0
     replayed: int = 0
     added_columns: list[str] = field(default_factory=list)
+    #: seconds by phase (PHASES) over the run's committed batches
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+#: Where a batch's time goes: the table's stamps read from the catalog; reading the batch from Kafka, decoding
+#: and counting it (one cached pass); the data files written to the run's branch; the compare-and-set commit
+#: that moves main to it with the stamp; the source's offsets read for the metrics' lag.
+PHASES = ("status", "decode", "write", "commit", "lag")
+
+
+class Timer:
+    """Seconds by phase of one batch: `with timer("decode"): ...`."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, phase: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + time.monotonic() - started
+
+    def line(self) -> str:
+        return ", ".join(f"{p} {self.seconds[p]:.2f}s" for p in PHASES if p in self.seconds)
 
 
 @dataclass(frozen=True)
@@ -156,9 +183,11 @@ class TableWriter:
     def _batch(self, df: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         m = self.metrics
+        timer = Timer()
         # Retried while the catalog or storage fails; each attempt re-reads the offsets.
         try:
-            stats = retrying(lambda: self._commit(df), f"committing to table {self.table}", self.commit_timeout,
+            stats = retrying(lambda: self._commit(df, timer), f"committing to table {self.table}",
+                             self.commit_timeout,
                              failed=None if m is None else lambda: m.failures.labels(self.table).inc())
         except CutoverError:
             if m is not None:
@@ -169,10 +198,13 @@ class TableWriter:
         self.counters.batches += 1
         took = time.monotonic() - started
         if m is not None:
-            self._observe(m, stats, took)
+            with timer("lag"):
+                self._observe(m, stats, took)
+        for phase, seconds in timer.seconds.items():
+            self.counters.phases[phase] = self.counters.phases.get(phase, 0.0) + seconds
         progress(f"{self.table}: batch {batch_id}: +{stats.rows:,} rows"
                  + (f", {stats.bad:,} dead-lettered" if stats.bad else "")
-                 + f" ({stats.rows / took if took else 0:,.0f} rows/s), offsets "
+                 + f" ({stats.rows / took if took else 0:,.0f} rows/s; {timer.line()}), offsets "
                  + ", ".join(f"{p}:{a}..{b}" for p, (a, b) in sorted(stats.spans.items())))
 
     def _observe(self, m: ShadowMetrics, stats: BatchStats, took: float) -> None:
@@ -186,16 +218,18 @@ class TableWriter:
             m.behind(self.table, self.pair.topic, self.positions, {p: o for (_t, p), o in starts.items()},
                      {p: o for (_t, p), o in ends.items()})
 
-    def _commit(self, df: DataFrame) -> BatchStats | None:
+    def _commit(self, df: DataFrame, timer: Timer) -> BatchStats | None:
         """One attempt: filter by the table's offsets, decode, dead letters, append. None: nothing new."""
-        snaps, base, tbl = tables.snapshots(self.plan, self.table)
-        main = stamps.latest(snaps, base, self.table, tables.properties_of(tbl))
+        with timer("status"):
+            snaps, base, tbl = tables.snapshots(self.plan, self.table)
+            main = stamps.latest(snaps, base, self.table, tables.properties_of(tbl))
         if main.stamped and main.cluster_id != self.cluster_id and main.snapshot_id != self.started_on:
             raise handed_over(self.table, main, self.cluster_id)  # the switch moved the table on meanwhile
         done = main.for_cluster(self.cluster_id)
         marked = self._mark(df.where(_at_or_after(done))).persist()
         try:
-            stats = BatchStats.of(marked)
+            with timer("decode"):
+                stats = BatchStats.of(marked)
             if not stats.spans:
                 self.counters.replayed += 1
                 log.info("%s: batch already in the table; nothing to add", self.table)
@@ -214,7 +248,7 @@ class TableWriter:
                                   self.run_id, main.dead_letter_rows + stats.bad)
             assert base is not None  # tables are created with a first (empty) snapshot
             tables.publish(df.sparkSession, self.plan, self.table, tbl, table_rows(marked, self.payload), props, base,
-                           self.branch)
+                           self.branch, timed=timer)
         finally:
             marked.unpersist()
         self.counters.rows += stats.rows

@@ -53,6 +53,9 @@ def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_of
     assert len(expected) == 120  # the aborted transaction is not readable
     assert [as_rec(r) for r in rows(plan, f"{ns}.events")] == expected
     assert first.tables[0].rows == 120 and first.tables[0].batches >= 3
+    # every committed batch timed each of its phases (no metrics port: no lag read)
+    assert set(first.tables[0].phases) == {"status", "decode", "write", "commit"}
+    assert 0 < sum(first.tables[0].phases.values()) <= first.seconds
 
     # Every stamped snapshot names exactly the offsets of the rows it added.
     catalog = catalog_mod.load(plan.spec.catalog)  # type: ignore[arg-type]
