@@ -111,12 +111,18 @@ def shadow(box: Any, folder: Path, records: int, run: int) -> list[Run]:
     sb.produce(new, topic, partitions, 0, records, note=sb.NOTE_1KB)
     began_rss = tree_rss(os.getpid())
     with PeakRss(os.getpid()) as plain_peak:
-        plain = sb.plain_copy(plan, topic, f"{table}_plain")
+        stream = sb.plain_stream(plan, topic, f"{table}_stream", folder / f"stream-ck-{run}")
+    floor = sb.plain_copy(plan, topic, f"{table}_plain")
     out, wall, rss = cli(["shadow", "--plan", str(plan), "--table", table])
     assert out["tables"][0]["rows"] == records, out
     copy = float(out["seconds"])
-    return [Run("shadow_1kb", plain / copy, {"plain": plain, "shadow": copy, "shadow_wall": wall}, rss,
-                {"records": records, "plain_rss_mb": round(max(0, plain_peak.peak - began_rss) / 2**20, 1)})]
+    phases = out["tables"][0]["phases"]
+    return [Run("shadow_1kb", stream / copy, {"plain_stream": stream, "plain_batch": floor, "shadow": copy,
+                                              "shadow_wall": wall}, rss,
+                {"records": records, "batches": out["tables"][0]["batches"],
+                 "vs_one_batch_job": round(floor / copy, 2),
+                 "plain_rss_mb": round(max(0, plain_peak.peak - began_rss) / 2**20, 1),
+                 "shares": {p: round(s / copy, 3) for p, s in phases.items()}})]
 
 
 # -- verify against one hashing scan of both tables ------------------------------------------------------------

@@ -97,6 +97,36 @@ def plain_copy(plan_file: Path, topic: str, table: str) -> float:
     return took
 
 
+def plain_stream(plan_file: Path, topic: str, table: str, checkpoint: Path) -> float:
+    """The issue's baseline: a plain Structured Streaming job on the same topic with the shadow's reader options
+    and trigger (availableNow, the plan's spark.max_records_per_batch a batch), the same decode, appending to an
+    Iceberg table: no stamps, no compare-and-set, no dead letters."""
+    from pyspark.sql import functions as F
+
+    plan = load_plan(plan_file)
+    spark = spark_mod.session(plan, "bench-plain-stream")
+    name = tables.qualified(plan, table)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
+    ddl = ", ".join(f"{c['name']} {c['type']}" for c in SCHEMA)
+
+    def decoded(df):  # type: ignore[no-untyped-def]
+        return df.select(F.from_json(F.col("value").cast("string"), ddl).alias("j"), "partition", "offset",
+                         "timestamp", "key").select("j.*", "partition", "offset", "timestamp", "key")
+
+    options = reader_options("new", plan.cluster("new"), topic, {}, plan.spec.spark.max_records_per_batch)
+    options["startingOffsets"] = "earliest"
+    batch = {k: v for k, v in options.items() if k != "maxOffsetsPerTrigger"}
+    decoded(spark.read.format("kafka").options(**batch).load()).limit(0).writeTo(name).using("iceberg").create()
+    began = time.monotonic()
+    query = (decoded(spark.readStream.format("kafka").options(**options).load()).writeStream.format("iceberg")
+             .outputMode("append").trigger(availableNow=True).option("checkpointLocation", str(checkpoint))
+             .toTable(name))
+    query.awaitTermination()
+    took = time.monotonic() - began
+    spark.stop()
+    return took
+
+
 def freshness(plan_file: Path, table: str) -> list[float]:
     """Seconds from each row's Kafka timestamp to the commit of the snapshot that added it."""
     plan = load_plan(plan_file)

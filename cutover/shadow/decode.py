@@ -125,9 +125,13 @@ class JsonDecoder:
         for name, _type, nullable in payload.columns:
             if not nullable:
                 error = error.when(F.col(f"_j.`{name}`").isNull(), F.lit(f"required field {name} is missing or null"))
-        staged = records.select("*", parsed.alias("_j"), unknown.alias(UNKNOWN))
-        return staged.select(*[F.col(f"_j.`{n}`").alias(n) for n in payload.names()], F.col("value"),
-                             *meta_columns(), error.alias(ERROR), F.col(UNKNOWN))
+        staged = records.select("*", parsed.alias("_j"), unknown.alias(UNKNOWN)).withColumn(ERROR, error)
+        # The raw value is kept only where it is still needed (a dead letter, or a record with new fields whose
+        # types are inferred from it): a decoded good row does not carry its 1 KB twice through the cache.
+        needed = F.col(ERROR).isNotNull() | (F.size(UNKNOWN) > 0)
+        return staged.select(*[F.col(f"_j.`{n}`").alias(n) for n in payload.names()],
+                             F.when(needed, F.col("value")).alias("value"), *meta_columns(), F.col(ERROR),
+                             F.col(UNKNOWN))
 
 
 DECODERS: dict[str, Decoder] = {"json": JsonDecoder(), "raw": RawDecoder(), "text": TextDecoder()}

@@ -125,7 +125,9 @@ class BatchStats:
                 F.min(F.when(good, F.col("kafka_offset"))), F.max(F.when(good, F.col("kafka_offset"))),
                 F.count(F.when(good, 1)), F.max(F.when(good, F.col("kafka_timestamp").cast("double")))]
         if UNKNOWN in marked.columns:
-            aggs.append(F.array_distinct(F.flatten(F.collect_list(F.when(good, F.col(UNKNOWN))))))
+            # only the rows with new fields are collected (an empty list per row of a million adds up)
+            aggs.append(F.array_distinct(F.flatten(F.collect_list(F.when(good & (F.size(UNKNOWN) > 0),
+                                                                          F.col(UNKNOWN))))))
         rows = marked.groupBy("kafka_partition").agg(*aggs).collect()
         unknown = sorted({n for r in rows for n in (r[8] if len(r) > 8 else None) or []})
         stamps_ = [r[7] for r in rows if r[7] is not None]

@@ -36,7 +36,7 @@ def test_each_figure_is_the_median_of_its_runs_against_its_goal_read_the_right_w
     assert rows["mirror_mm2_100"]["met"] and list(rows) == ["freeze_12x12", "mirror_100", "mirror_mm2_100"]
     text = bench.table(list(rows.values()))
     assert "| 0.91x | 0.70x to 0.95x | 3 | >= 0.9x | yes | 80.0 | records 1,000, size 100 |" in text
-    assert "freeze_12x12: the window's steps (share of the last run's window): drain 50%, wait-quiet 25%" in text
+    assert "freeze_12x12: where the last run's freeze window went: drain 50%, wait-quiet 25%" in text
     bench.plot(list(rows.values()), tmp_path / "ratios.png")
     assert (tmp_path / "ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
