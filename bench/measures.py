@@ -171,14 +171,14 @@ def freeze(box: Any, folder: Path, topics: int, partitions: int, groups: int, ro
     out = []
     for _ in range(rounds):
         by_hand, drain, window, took, detail = swb.one_round(old, names, plan, sub, args)
-        shares = {step: round(sec / window, 3) for step, sec in _frozen(took).items() if sec and window}
+        shares = {step: round(sec / window, 3) for step, sec in inside_window(took).items() if sec and window}
         out.append(Run(key, window / by_hand,
                        {"by_hand": by_hand, "drain": drain, "window": window}, 0.0,
                        {"steps": took, "shares": shares, "reverse_mirror": detail, "topics": topics, "groups": groups}))
     return out
 
 
-def _frozen(took: dict[str, float]) -> dict[str, float]:
+def inside_window(took: dict[str, float]) -> dict[str, float]:
     """The steps inside the freeze window, in order: from freeze-producers to switch-clients (arm-reverse-mirror
     runs before it; resume and hold after)."""
     steps = list(took)

@@ -101,11 +101,12 @@ def setup(box: Sandbox, tmp: Path, args: argparse.Namespace) -> tuple[dict[str, 
     admin = AdminClient(dict(old))
     for f in admin.create_topics([NewTopic(t, args.partitions, 1) for t in topics]).values():
         f.result(30)
-    produce(old, topics, args.partitions, 500)
+    produce(old, topics, args.partitions, getattr(args, "records", 500))
     ref = ClusterRef("old", old)
     for g in range(args.groups):
         mine = [topics[(g + k) % len(topics)] for k in range(3)]
-        commit_group(ref, f"{prefix}-g{g:02d}", {(t, p): 250 for t in mine for p in range(args.partitions)})
+        commit_group(ref, f"{prefix}-g{g:02d}", {(t, p): getattr(args, "records", 500) // 2 for t in mine
+                                                 for p in range(args.partitions)})
     cli("mirror", "--plan", str(plan), "--until-caught-up")
     return old, topics, plan
 
