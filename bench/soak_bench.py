@@ -54,9 +54,9 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=200)
     ap.add_argument("--out", type=Path, default=HERE / "results")
     args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     with throwaway_sandbox() as (box, old, new, _tmp):
         result = soak(box, old, new, args)
-    args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"{date.today().isoformat()}-soak"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     plot(result, stem.with_suffix(".png"))
@@ -80,7 +80,7 @@ def soak(box: Any, old: str, new: str, args: argparse.Namespace) -> dict[str, An
     plan = box.dir / "soak.yaml"
     plan.write_text(yaml.safe_dump(spec))
     ready = box.dir / "soak.ready"
-    log = (box.dir / "soak-mirror.log").open("w")
+    log = (args.out / "soak-mirror.log").open("w")  # kept: the sandbox goes at the end
     mirror = subprocess.Popen([CLI, "mirror", "--plan", str(plan), "--ready-file", str(ready)],
                               stdout=subprocess.DEVNULL, stderr=log)
     wait_for(lambda: ready.exists() or mirror.poll() is not None, 120, "the mirror to be ready")
@@ -135,6 +135,9 @@ def soak(box: Any, old: str, new: str, args: argparse.Namespace) -> dict[str, An
         time.sleep(0.01)
     producer.flush(60)
     done.set()
+    if mirror.poll() is not None:
+        raise SystemExit(f"cutover mirror exited ({mirror.returncode}) during the soak; its log {log.name} ends:\n"
+                         + "\n".join(Path(log.name).read_text().splitlines()[-30:]))
     for t in threads:
         t.join(60)
     mirror.terminate()

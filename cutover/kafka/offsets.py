@@ -233,8 +233,10 @@ def groups_info(ref: ClusterRef, groups: list[str], timeout: float = DEFAULT_TIM
     c = client if client is not None else admin(ref)
     desc = _describe(ref, c, groups, timeout)
 
+    held: list[AdminClient] = []  # every client lives until its answers are in (see _spread)
+
     def reads(first: AdminClient, wait: float) -> dict:  # type: ignore[type-arg]
-        clients = _spread(ref, first, len(groups))
+        clients = held[:] = _spread(ref, first, len(groups))
         futures = {}
         for i, g in enumerate(groups):  # the protocol reads one group per request: send them all, then wait
             futures.update(clients[i % len(clients)].list_consumer_group_offsets(
@@ -298,10 +300,11 @@ def commit_groups(ref: ClusterRef, offsets: Mapping[str, dict[TP, int]], timeout
     todo = {g: dict(o) for g, o in offsets.items() if o}
     refusals: dict[str, OffsetCommitRefused] = {}
     deadline = time.monotonic() + timeout
+    held: list[AdminClient] = []  # every client lives until its answers are in (see _spread)
     while todo:
         def send(first: AdminClient, wait: float,
                  todo: dict[str, dict[TP, int]] = todo) -> dict:  # type: ignore[type-arg]
-            clients = _spread(ref, first, len(todo))
+            clients = held[:] = _spread(ref, first, len(todo))
             futures = {}
             for i, (g, offs) in enumerate(todo.items()):
                 tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offs.items())]
@@ -343,7 +346,9 @@ GROUPS_PER_CLIENT = 64
 
 
 def _spread(ref: ClusterRef, client: AdminClient, groups: int) -> list[AdminClient]:
-    """The given client, and more (new ones) when there are many groups to send requests for."""
+    """The given client, and more (new ones) when there are many groups to send requests for. The caller keeps
+    the list until every answer is in: a client without a reference is destroyed at once, and its requests are
+    never answered ("Broker handle destroyed for termination")."""
     return [client] + [admin(ref) for _ in range(min(GROUP_CLIENTS, groups // GROUPS_PER_CLIENT) - 1)]
 
 

@@ -50,3 +50,17 @@ def test_offset_helpers_use_the_real_idle_admin_client_they_are_given(
 
     assert offsets.log_offsets(ref, [(topic, 2)], "end", 30) == {(topic, 2): 7}  # the counter does count
     assert len(opened) == 1
+
+
+def test_the_offsets_of_more_groups_than_one_client_takes_are_read_and_committed(plan: Plan, ns: str) -> None:
+    """More than GROUPS_PER_CLIENT groups spread their requests over several admin clients; each must live
+    until its answers are in (a client without a reference is destroyed, and its requests never answered:
+    a mirror syncing 200 groups failed after 30 s with "could not reach the old cluster")."""
+    ref = ClusterRef("old", plan.cluster("old"))
+    topic = f"{ns}.many"
+    create_topic(ref.config(), topic, partitions=2)
+    groups = [f"{ns}.g{i:03d}" for i in range(2 * offsets.GROUPS_PER_CLIENT + 10)]
+    wanted = {g: {(topic, 0): i % 7, (topic, 1): i % 5 + 1} for i, g in enumerate(groups)}
+    assert offsets.commit_groups(ref, wanted, 30) == {}
+    info = offsets.groups_info(ref, groups, 30)
+    assert {g: i.offsets for g, i in info.items()} == wanted
