@@ -253,7 +253,8 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     schemas.follower(r.plan, opts.direction, opts.shard.index, not opts.until_caught_up and
                                  not opts.for_switch, r.stop, opts.timeout)
     _copy(r, copier, metrics, goal, started)
-    _sync_groups(r, copier, metrics)
+    if not opts.for_switch:  # the switch's drain: its sync-groups step syncs them after the consumers stopped
+        _sync_groups(r, copier, metrics)
     copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any
     _report(r, copier, metrics, time.monotonic() - r.last_report, r.reported)
     in_flight(r.stop, None)
@@ -273,7 +274,8 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started
         if now - last_sync >= sync_every:
             if not opts.for_switch:  # promote (complete, cancel) closed it: end, as designed
                 _refuse_while_switched(r.plan, st.marks(r.rt, r.source_cluster, opts.timeout))
-            _sync_groups(r, copier, metrics)
+            if not opts.for_switch:  # the switch syncs the groups itself, once their consumers have stopped
+                _sync_groups(r, copier, metrics)
             _follow_topics(r, copier)
             last_sync = now
         if now - r.last_report >= opts.report_every:
