@@ -20,6 +20,7 @@ import argparse
 import json
 import re
 import subprocess
+import tempfile
 import threading
 import time
 from datetime import date
@@ -61,8 +62,8 @@ def main() -> None:
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     plot(result, stem.with_suffix(".png"))
     print("| minutes | rate (rec/s) | groups | records | RSS at 1 min (MB) | median RSS, minutes 5-10 (MB) | "
-          "last RSS (MB) | peak RSS (MB) | slope from minute 5 (MB/h) | max lag (records) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "last RSS (MB) | peak RSS (MB) | slope from minute 5 (MB/h) | max lag (records) | groups on new |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {args.minutes:g} | {args.rate} | {args.groups} | {result['records']:,} | {result['rss_1min_mb']} | "
           f"{result['rss_5_10_mb']} | {result['rss_last_mb']} | {result['rss_peak_mb']} | "
           f"{result['slope_mb_per_hour']:+.1f} | {result['max_lag']:,} | {result['groups_synced_on_new']} |")
@@ -80,7 +81,7 @@ def soak(box: Any, old: str, new: str, args: argparse.Namespace) -> dict[str, An
     plan = box.dir / "soak.yaml"
     plan.write_text(yaml.safe_dump(spec))
     ready = box.dir / "soak.ready"
-    log = (args.out / "soak-mirror.log").open("w")  # kept: the sandbox goes at the end
+    log = (Path(tempfile.gettempdir()) / "cutover-soak-mirror.log").open("w")  # kept: the sandbox goes at the end
     mirror = subprocess.Popen([CLI, "mirror", "--plan", str(plan), "--ready-file", str(ready)],
                               stdout=subprocess.DEVNULL, stderr=log)
     wait_for(lambda: ready.exists() or mirror.poll() is not None, 120, "the mirror to be ready")
@@ -142,7 +143,8 @@ def soak(box: Any, old: str, new: str, args: argparse.Namespace) -> dict[str, An
         t.join(60)
     mirror.terminate()
     mirror.wait(60)
-    listed = AdminClient({"bootstrap.servers": new}).list_consumer_groups().result(60)
+    target = AdminClient({"bootstrap.servers": new})  # held: a client without a reference is destroyed at once
+    listed = target.list_consumer_groups().result(60)
     synced = sum(1 for g in listed.valid if g.group_id.startswith("bench-soak-g"))
     rss = [s["rss_mb"] for s in samples]
     window = sorted(s["rss_mb"] for s in samples if 300 <= s["t"] <= 600) or rss
