@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from confluent_kafka import Producer
@@ -76,21 +77,25 @@ def shadow(plan_file: Path, *args: str) -> subprocess.Popen[str]:
                             stderr=subprocess.DEVNULL, text=True)
 
 
-def plain_copy(plan_file: Path, topic: str, table: str) -> float:
-    """The floor: one batch job, same decode, one append, nothing else."""
+def decoded(df: Any) -> Any:
+    """The plain jobs' decode of a Kafka source frame: the JSON fields of SCHEMA and the record's metadata."""
     from pyspark.sql import functions as F
 
+    ddl = ", ".join(f"{c['name']} {c['type']}" for c in SCHEMA)
+    return df.select(F.from_json(F.col("value").cast("string"), ddl).alias("j"), "partition", "offset",
+                     "timestamp", "key").select("j.*", "partition", "offset", "timestamp", "key")
+
+
+def plain_copy(plan_file: Path, topic: str, table: str) -> float:
+    """The floor: one batch job, same decode, one append, nothing else."""
     plan = load_plan(plan_file)
     spark = spark_mod.session(plan, "bench-plain")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {plan.spec.catalog.name}.bench")  # type: ignore[union-attr]
     options = reader_options("new", plan.cluster("new"), topic, {}, 1)
     options.pop("maxOffsetsPerTrigger")
     options.update({"startingOffsets": "earliest", "endingOffsets": "latest"})
-    ddl = ", ".join(f"{c['name']} {c['type']}" for c in SCHEMA)
     began = time.monotonic()
-    df = spark.read.format("kafka").options(**options).load()
-    rows = df.select(F.from_json(F.col("value").cast("string"), ddl).alias("j"), "partition", "offset",
-                     "timestamp", "key").select("j.*", "partition", "offset", "timestamp", "key")
+    rows = decoded(spark.read.format("kafka").options(**options).load())
     rows.writeTo(tables.qualified(plan, table)).using("iceberg").create()
     took = time.monotonic() - began
     spark.stop()
@@ -101,18 +106,10 @@ def plain_stream(plan_file: Path, topic: str, table: str, checkpoint: Path) -> f
     """The issue's baseline: a plain Structured Streaming job on the same topic with the shadow's reader options
     and trigger (availableNow, the plan's spark.max_records_per_batch a batch), the same decode, appending to an
     Iceberg table: no stamps, no compare-and-set, no dead letters."""
-    from pyspark.sql import functions as F
-
     plan = load_plan(plan_file)
     spark = spark_mod.session(plan, "bench-plain-stream")
     name = tables.qualified(plan, table)
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name.rsplit('.', 1)[0]}")
-    ddl = ", ".join(f"{c['name']} {c['type']}" for c in SCHEMA)
-
-    def decoded(df):  # type: ignore[no-untyped-def]
-        return df.select(F.from_json(F.col("value").cast("string"), ddl).alias("j"), "partition", "offset",
-                         "timestamp", "key").select("j.*", "partition", "offset", "timestamp", "key")
-
     options = reader_options("new", plan.cluster("new"), topic, {}, plan.spec.spark.max_records_per_batch)
     options["startingOffsets"] = "earliest"
     batch = {k: v for k, v in options.items() if k != "maxOffsetsPerTrigger"}
