@@ -83,6 +83,60 @@ def window(old_positions: dict[int, int], new_positions_old: dict[int, int]) -> 
             for p in set(old_positions) | set(new_positions_old)}
 
 
+Ranges = dict[int, list[tuple[int, int]]]
+
+
+def new_ranges(pm: PartitionMap | None, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The new-cluster offsets whose rows `translate_column` gives an identity in [lo, hi) (old offsets).
+
+    The records the map pairs with an old offset in the range, and, for a negative range, the
+    records no map pairs (identity -(offset + 1)). `None`: the partition has no map, so all its
+    records are unpaired. The ranges are [start, end), and may be a superset.
+    """
+    import numpy as np
+
+    if hi <= 0:  # -(o + 1) in [lo, hi)  <=>  o in [-hi, -lo)
+        return [(-hi, -lo)]
+    out = [(0, -lo)] if lo < 0 else []
+    lo = max(lo, 0)
+    if pm is None:
+        return out
+    src, tgt, length = (np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64) for a in pm.arrays())
+    hit = (tgt < hi) & (tgt + length > lo)
+    for s, t, n in zip(src[hit].tolist(), tgt[hit].tolist(), length[hit].tolist(), strict=True):
+        out.append((s + max(lo, t) - t, s + min(hi, t + n) - t))
+    return out
+
+
+def merged(ranges: Ranges, gap: int = 1024, most: int = 512) -> Ranges:
+    """The same offsets (and maybe a few more) in fewer ranges: ranges at most `gap` apart become one, and
+    past `most` ranges in all, each partition's become one span."""
+    out: Ranges = {}
+    for p, rs in ranges.items():
+        kept: list[tuple[int, int]] = []
+        for lo, hi in sorted(r for r in rs if r[1] > r[0]):
+            if kept and lo <= kept[-1][1] + gap:
+                kept[-1] = (kept[-1][0], max(kept[-1][1], hi))
+            else:
+                kept.append((lo, hi))
+        if kept:
+            out[p] = kept
+    if sum(len(rs) for rs in out.values()) > most:
+        out = {p: [(rs[0][0], max(hi for _lo, hi in rs))] for p, rs in out.items()}
+    return out
+
+
+def within(partition: Column, offset: Column, ranges: Ranges) -> Column:
+    """A filter: (partition, offset) falls in one of the ranges."""
+    from pyspark.sql import functions as F
+
+    cond: Column = F.lit(False)
+    for p, rs in sorted(ranges.items()):
+        for lo, hi in rs:
+            cond = cond | ((partition == p) & (offset >= lo) & (offset < hi))
+    return cond
+
+
 def translate_column(spark: SparkSession, maps: dict[int, PartitionMap], partition: Column,
                      offset: Column) -> Column:
     """A column: each new-cluster (partition, offset) as its old-cluster offset.

@@ -14,6 +14,8 @@ and the canonical columns `_c0…`. Rows outside the window carry bucket -1 (lag
 2. Only the buckets that differ are aggregated again at a finer bucket (bisecting).
 3. Only the fine buckets that still differ are compared row by row: missing, extra,
    duplicates and rows whose content differs, with the differing columns of a sample.
+   In offsets mode each side is read again through a filter on its offsets (`narrow`),
+   before it is normalized; one job then brings the differing rows when they are few.
 
 With no difference the cost is step 1; a few differences add the row pass (and, by key or
 content, the fine pass) over the rows of the differing buckets.
@@ -70,6 +72,9 @@ B0, B1 = 65536, 1024  # offsets per coarse and fine bucket (offsets mode)
 Aggs = dict[tuple[int, int], tuple[Any, ...]]
 #: Given the highest identity per partition on each side (old, new), the window ends.
 WindowFn = Callable[[dict[int, int], dict[int, int]], dict[int, int]]
+#: Given identity ranges per partition (offsets mode), each side's bucketed frame read with a filter that keeps
+#: (at least) the rows with those identities, before the side is normalized; None: that side cannot be narrowed.
+NarrowFn = Callable[[dict[int, list[tuple[int, int]]]], "tuple[DataFrame | None, DataFrame | None]"]
 
 
 def buckets(df: DataFrame, mode: Mode) -> DataFrame:
@@ -180,11 +185,13 @@ def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple
 
 
 def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, columns: list[str],
-              sample_size: int = 10, window_fn: WindowFn | None = None) -> Outcome:
+              sample_size: int = 10, window_fn: WindowFn | None = None, narrow: NarrowFn | None = None) -> Outcome:
     """Compare two bucketed frames (see `buckets`); `columns` names `_c0…` for the samples.
 
     With `window_fn` (offsets mode), only identities below each partition's window end
-    are compared; the rest is counted as lag.
+    are compared; the rest is counted as lag. With `narrow` (offsets mode), the row pass reads
+    each side again through a filter on its offsets, so that only the rows of the differing
+    fine buckets are normalized (converted, hashed, translated) a second time.
     """
     out = Outcome()
     # Offsets mode: the one scan aggregates the fine buckets (about one per 1,024 rows), and the coarse ones
@@ -202,6 +209,8 @@ def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, c
             fine = None  # a cut bucket's fine aggregates hold rows past the window: read again
         inside = _inside(window)
         old, new = old.where(inside), new.where(inside)
+        if narrow is not None:
+            narrow = _windowed(narrow, inside)
     old_l0, new_l0 = l0
     for side, aggs in enumerate(l0):
         for (p, _b), agg in aggs.items():
@@ -226,9 +235,23 @@ def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, c
         finer = _differing(*_aggregate(old_r, new_r, ["_p", "_b1"]))
     out.cost["differing"]["_b1"] = len(finer)
     if finer:
+        if fine is not None and narrow is not None:  # a cut bucket (fine None) is read whole
+            ranges: dict[int, list[tuple[int, int]]] = defaultdict(list)
+            for p, b in finer:
+                ranges[p].append((b * B1, (b + 1) * B1))
+            o, n = narrow(dict(ranges))
+            old_r, new_r = old_r if o is None else o, new_r if n is None else n
+            out.cost["row_pass"] = {side: "all" if f is None else "narrowed" for side, f in (("old", o), ("new", n))}
         _rows(spark, _only(spark, old_r, "_b1", finer), _only(spark, new_r, "_b1", finer), mode, columns,
               sample_size, out)
     return out
+
+
+def _windowed(narrow: NarrowFn, inside: Any) -> NarrowFn:
+    def within_window(ranges: dict[int, list[tuple[int, int]]]) -> tuple[DataFrame | None, DataFrame | None]:
+        o, n = narrow(ranges)
+        return None if o is None else o.where(inside), None if n is None else n.where(inside)
+    return within_window
 
 
 def _rows(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, columns: list[str], sample_size: int,
@@ -237,11 +260,15 @@ def _rows(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, colum
 
     canon = [f"_c{i}" for i in range(len(columns))]
 
-    def side(df: DataFrame, tag: str) -> DataFrame:
-        return df.groupBy("_p", "_id").agg(F.count("*").alias(f"n_{tag}"),
-                                          F.first(F.struct("_h", *canon)).alias(f"r_{tag}"))
-
-    joined = side(old, "old").join(side(new, "new"), ["_p", "_id"], "full_outer").persist()
+    # One shuffle: both sides' rows grouped by identity, each side's count and first row (a full outer join of
+    # two grouped sides, without their two shuffles).
+    both = old.select(F.lit(0).alias("_s"), "_p", "_id", "_h", *canon).unionByName(
+        new.select(F.lit(1).alias("_s"), "_p", "_id", "_h", *canon))
+    row = F.struct("_h", *canon)
+    joined = both.groupBy("_p", "_id").agg(
+        F.count(F.when(F.col("_s") == 0, 1)).alias("n_old"), F.count(F.when(F.col("_s") == 1, 1)).alias("n_new"),
+        F.first(F.when(F.col("_s") == 0, row), ignorenulls=True).alias("r_old"),
+        F.first(F.when(F.col("_s") == 1, row), ignorenulls=True).alias("r_new")).persist()
     try:
         n_old, n_new = F.coalesce(F.col("n_old"), F.lit(0)), F.coalesce(F.col("n_new"), F.lit(0))
         if mode == "content":  # identity is the content: a changed row is one missing and one extra
@@ -256,18 +283,40 @@ def _rows(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, colum
         staged = joined.select("_p", "_id", "r_old", "r_new", n_old.alias("n_o"), n_new.alias("n_n"),
                                missing.alias("missing"), extra.alias("extra"), mismatched.alias("mismatched"),
                                dup_old.alias("dup_old"), dup_new.alias("dup_new"))
+        kinds = {"missing": "missing > 0", "extra": "extra > 0", "mismatched": "mismatched > 0",
+                 "duplicates": "dup_old > 0 OR dup_new > 0"}
+        differs = " OR ".join(kinds.values())
         sums = staged.groupBy("_p").agg(*[F.sum(c) for c in ("missing", "extra", "mismatched", "dup_old",
-                                                             "dup_new")], F.count("*")).collect()
+                                                             "dup_new")], F.count("*"),
+                                        F.count(F.when(F.expr(differs), 1))).collect()
+        differing = 0
         for r in sums:
             pc = out.partitions[r[0]]
             pc.missing, pc.extra, pc.mismatched, pc.duplicates_old, pc.duplicates_new = (int(x) for x in r[1:6])
             out.cost["rows_compared"] += int(r[6])
-        for kind, cond in (("missing", "missing > 0"), ("extra", "extra > 0"), ("mismatched", "mismatched > 0"),
-                           ("duplicates", "dup_old > 0 OR dup_new > 0")):
-            for r in staged.where(cond).orderBy("_p", "_id").limit(sample_size).collect():
-                out.samples[kind].append(_sample(r, kind, columns, canon))
+            differing += int(r[7])
+        if differing <= _FEW_ROWS:  # one job brings every differing row; each kind's sample is its first ones
+            every = staged.where(differs).orderBy("_p", "_id").collect()
+            for kind in kinds:
+                chosen = [r for r in every if _is(r, kind)][:sample_size]
+                out.samples[kind] += [_sample(r, kind, columns, canon) for r in chosen]
+        else:
+            for kind, cond in kinds.items():
+                for r in staged.where(cond).orderBy("_p", "_id").limit(sample_size).collect():
+                    out.samples[kind].append(_sample(r, kind, columns, canon))
     finally:
         joined.unpersist()
+
+
+#: Up to this many rows that differ, one job collects them all and the samples are chosen from them.
+_FEW_ROWS = 2000
+
+
+def _is(r: Any, kind: str) -> bool:
+    """A staged row's kind of difference, as `_rows`' SQL conditions say it."""
+    if kind == "duplicates":
+        return bool(r["dup_old"] > 0 or r["dup_new"] > 0)
+    return bool(r[kind] > 0)
 
 
 def _value(v: Any) -> Any:

@@ -123,8 +123,6 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
 
     old_types = {c.name.lower(): c for c in old_cols}
     names = [c.name for c in compared]
-    old_n = _normalize(old_df, canon(old_df, old_types, new_types), names, mode, pair, side="old")
-    new_n = _normalize(new_df, canon(new_df, new_types, old_types), names, mode, pair, side="new")
     lag_note = None
     maps: dict[int, Any] = {}
     if mode == "offsets":
@@ -132,21 +130,43 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
         if not maps:
             lag_note = f"no mirror offset map for {pair.topic}: offsets compared as they are"
             log.warning("%s: %s", pair.new, lag_note)
-        if maps:
-            from pyspark.sql import functions as F
 
-            new_n = new_n.withColumn("_id", align.translate_column(spark, maps, F.col("_p"), F.col("_id")))
-        if old_pin.lines:  # a canonical table handed over: rows of both clusters
-            old_n = align.qualify(spark, old_n, old_pin.lines, maps, new_n)
-    window_fn = None
+    def normal(df: DataFrame, side: str) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        own, other = (old_types, new_types) if side == "old" else (new_types, old_types)
+        n = _normalize(df, canon(df, own, other), names, mode, pair, side=side)
+        if side == "new" and maps:
+            n = n.withColumn("_id", align.translate_column(spark, maps, F.col("_p"), F.col("_id")))
+        return n
+
+    old_n, new_n = normal(old_df, "old"), normal(new_df, "new")
+    if old_pin.lines:  # a canonical table handed over: rows of both clusters
+        old_n = align.qualify(spark, old_n, old_pin.lines, maps, new_n)
+    window_fn = narrow = None
     if mode == "offsets":
         new_id = inspect.cluster_id(ClusterRef.of(plan, "new"), opts.timeout) if old_pin.held.stamped else None
 
         def window_fn(old_hi: dict[int, int], new_hi: dict[int, int]) -> dict[int, int]:
             return _window(old_pin.held, new_pin.held, old_hi, new_hi, maps, new_id)
 
+        def narrow(ranges: align.Ranges) -> tuple[DataFrame | None, DataFrame | None]:
+            """Each side read again with only the rows of these old-offset ranges (the old side as it is
+            unless its rows carry one cluster's offsets), before they are normalized."""
+            from pyspark.sql import functions as F
+
+            assert oc is not None
+            o = None if old_pin.lines else buckets(normal(old_df.where(align.within(
+                F.col(oc.partition).cast("int"), F.col(oc.offset).cast("bigint"), align.merged(ranges))), "old"), mode)
+            theirs = ranges if not maps else {
+                p: [r for lo, hi in rs for r in align.new_ranges(maps.get(p), lo, hi)] for p, rs in ranges.items()}
+            n = buckets(normal(new_df.where(align.within(
+                F.col("kafka_partition").cast("int"), F.col("kafka_offset").cast("bigint"), align.merged(theirs))),
+                "new"), mode)
+            return o, n
+
     outcome = reconcile(spark, buckets(old_n, mode), buckets(new_n, mode), mode, [c.name for c in compared],
-                        opts.sample_size, window_fn)
+                        opts.sample_size, window_fn, narrow)
     window = outcome.window
     suites = [runner.run(quality.load_suite(plan, name), df, table, side) for name in pair.checks
               for df, table, side in ((old_df, pair.old, "old"), (new_df, pair.new, "new"))] if runner else []

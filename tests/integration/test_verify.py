@@ -41,11 +41,13 @@ def _mirror(sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, err
 
 
-def _setup(sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str, **pair: Any) -> tuple[Plan, Plan]:
-    """old topic -> (mirror) -> new topic; legacy table from old, shadow table from new."""
+def _setup(sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str, aborted: int = 10,
+           **pair: Any) -> tuple[Plan, Plan]:
+    """old topic -> (mirror) -> new topic; legacy table from old, shadow table from new. `aborted` records
+    between ids 0..29 and 30..59 leave a gap on old that the mirror does not copy."""
     topic = f"{ns}.orders"
     create_topic(plan.cluster("old"), topic, 2)
-    produce_txn(plan.cluster("old"), topic, f"{ns}-tx", [(_records(0, 30), True), (_records(100, 10), False),
+    produce_txn(plan.cluster("old"), topic, f"{ns}-tx", [(_records(0, 30), True), (_records(100, aborted), False),
                                                         (_records(30, 30), True)])
     _mirror(sandbox, ns, tmp_path)
     legacy = shadow_plan(sandbox.plan_file, f"{ns}_legacy", tmp_path, [
@@ -65,7 +67,9 @@ def _sql(spark: Any, plan: Plan, statement: str, table: str) -> None:
 @pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_identical_tables_pass_and_planted_differences_are_each_found(
         sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
-    _legacy, main = _setup(sandbox, plan, tmp_path, ns)
+    # 2,100 aborted records: ids 30..59 sit past old offset 1,050 and at new offsets below 40, so the rows of
+    # the differences below (all among them) are in other offset buckets on each cluster.
+    _legacy, main = _setup(sandbox, plan, tmp_path, ns, aborted=2100)
     clean = verify_run.verify(main, verify_run.Options()).as_dict()
     t = clean["tables"][0]
     assert clean["passed"] and t["mode"] == "offsets"
@@ -75,31 +79,31 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
     assert verify_run.last_result(main, f"{ns}.orders").passed is True  # type: ignore[union-attr]
 
     rows = {r["id"]: r for r in spark.table(tables.qualified(main, f"{ns}.legacy")).collect()}
-    where = {i: (rows[i]["kafka_partition"], rows[i]["kafka_offset"]) for i in (7, 8, 9, 10, 11, 13)}
+    where = {i: (rows[i]["kafka_partition"], rows[i]["kafka_offset"]) for i in (37, 38, 39, 40, 41, 43)}
     # Two records that traded places (same partition, same bucket): equal content overall, each wrong.
     _sql(spark, main, """MERGE INTO {t} AS a USING (
         SELECT x.kafka_partition AS p, x.kafka_offset AS o, y.id, y.name, y.amount, y.score
-        FROM {t} x JOIN {t} y ON (x.id = 11 AND y.id = 13) OR (x.id = 13 AND y.id = 11)) AS b
+        FROM {t} x JOIN {t} y ON (x.id = 41 AND y.id = 43) OR (x.id = 43 AND y.id = 41)) AS b
         ON a.kafka_partition = b.p AND a.kafka_offset = b.o
         WHEN MATCHED THEN UPDATE SET a.id = b.id, a.name = b.name, a.amount = b.amount, a.score = b.score""",
          f"{ns}.orders")
     # the swapped pair is alone in its bucket: no other difference leads verify to it
     t = verify_run.verify(main, verify_run.Options()).as_dict()["tables"][0]
-    swapped = {"id": {"old": 11, "new": 13}, "name": {"old": "n11", "new": "n13"},
-               "amount": {"old": Decimal("11.25"), "new": Decimal("13.25")}, "score": {"old": 11 / 3, "new": 13 / 3}}
+    swapped = {"id": {"old": 41, "new": 43}, "name": {"old": "n41", "new": "n43"},
+               "amount": {"old": Decimal("41.25"), "new": Decimal("43.25")}, "score": {"old": 41 / 3, "new": 43 / 3}}
     back = {c: {"old": v["new"], "new": v["old"]} for c, v in swapped.items()}
     assert not t["passed"] and t["counts"]["mismatched"] == 2 and t["counts"]["matched"] == 58
     assert [(x["partition"], x["id"], x["columns"]) for x in t["samples"]["mismatched"]] == [
-        (*where[11], swapped), (*where[13], back)]
+        (*where[41], swapped), (*where[43], back)]
 
-    # Plant: a dropped row (id 7), a duplicated row (id 8), an altered value (id 9), and an
-    # extra row (id 10 removed from the legacy table, so only the new table has it).
-    _sql(spark, main, "DELETE FROM {t} WHERE id = 7", f"{ns}.orders")
-    _sql(spark, main, "INSERT INTO {t} SELECT * FROM {t} WHERE id = 8", f"{ns}.orders")
-    _sql(spark, main, "UPDATE {t} SET name = 'changed' WHERE id = 9", f"{ns}.orders")
+    # Plant: a dropped row (id 37), a duplicated row (id 38), an altered value (id 39), and an
+    # extra row (id 40 removed from the legacy table, so only the new table has it).
+    _sql(spark, main, "DELETE FROM {t} WHERE id = 37", f"{ns}.orders")
+    _sql(spark, main, "INSERT INTO {t} SELECT * FROM {t} WHERE id = 38", f"{ns}.orders")
+    _sql(spark, main, "UPDATE {t} SET name = 'changed' WHERE id = 39", f"{ns}.orders")
     for table in (f"{ns}.orders", f"{ns}.legacy"):  # NaN on both sides is equal, in the counts and the samples
-        _sql(spark, main, "UPDATE {t} SET score = CAST('NaN' AS DOUBLE) WHERE id = 9", table)
-    _sql(spark, main, "DELETE FROM {t} WHERE id = 10", f"{ns}.legacy")
+        _sql(spark, main, "UPDATE {t} SET score = CAST('NaN' AS DOUBLE) WHERE id = 39", table)
+    _sql(spark, main, "DELETE FROM {t} WHERE id = 40", f"{ns}.legacy")
     run = cutover("verify", "--plan", str(main.file), "-o", "json", "--report", str(tmp_path / "report"))
     assert run.code == 4, run.err
     t = run.json()["tables"][0]
@@ -107,25 +111,27 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
     assert {k: t["counts"][k] for k in ("missing", "extra", "mismatched", "duplicates_new", "duplicates_old")} == {
         "missing": 1, "extra": 1, "mismatched": 3, "duplicates_new": 1, "duplicates_old": 0}
     s = t["samples"]
-    assert [(x["partition"], x["id"]) for x in s["missing"]] == [where[7]]
-    assert [(x["partition"], x["id"]) for x in s["extra"]] == [where[10]]
-    swapped["amount"] = {"old": "11.25", "new": "13.25"}  # through the CLI's JSON
-    back["amount"] = {"old": "13.25", "new": "11.25"}
+    assert [(x["partition"], x["id"]) for x in s["missing"]] == [where[37]]
+    assert [(x["partition"], x["id"]) for x in s["extra"]] == [where[40]]
+    swapped["amount"] = {"old": "41.25", "new": "43.25"}  # through the CLI's JSON
+    back["amount"] = {"old": "43.25", "new": "41.25"}
     assert sorted((x["partition"], x["id"], x["columns"]) for x in s["mismatched"]) == sorted([
-        (*where[9], {"name": {"old": "n9", "new": "changed"}}), (*where[11], swapped),
-        (*where[13], back)])
-    assert [(x["partition"], x["id"], x["new_copies"]) for x in s["duplicates"]] == [(*where[8], 2)]
+        (*where[39], {"name": {"old": "n39", "new": "changed"}}), (*where[41], swapped),
+        (*where[43], back)])
+    assert [(x["partition"], x["id"], x["new_copies"]) for x in s["duplicates"]] == [(*where[38], 2)]
     assert {g: v["passed"] for g, v in t["gates"].items()} == {
         "max_missing_rows": False, "max_extra_rows": False, "max_mismatched_rows": False,
         "max_duplicate_rows": False, "max_lag_rows.old_ahead": True, "max_lag_rows.new_ahead": True}
     per = {p["partition"]: p for p in t["partitions"]}
-    assert per[where[7][0]]["missing"] == 1 and per[where[10][0]]["extra"] == 1
+    assert per[where[37][0]]["missing"] == 1 and per[where[40][0]]["extra"] == 1
     page = (tmp_path / "report" / "report.html").read_text()
     assert "FAILED" in page and "Differences per partition" in page and ">changed<" in page
     assert json.loads((tmp_path / "report" / "result.json").read_text())["passed"] is False
     assert verify_run.last_result(main, f"{ns}.orders").passed is False  # type: ignore[union-attr]
-    # The cost: differences were found by drilling into few buckets, not by comparing every row.
+    # The cost: differences were found by drilling into few buckets, not by comparing every row; the row pass
+    # read both tables through their offsets (the new one's carried through the map, past the aborted records).
     assert t["cost"]["rows_compared"] <= 60 and t["cost"]["differing"]["_b0"] >= 1
+    assert t["cost"]["row_pass"] == {"old": "narrowed", "new": "narrowed"}
 
 
 def test_a_lagging_or_empty_new_table_fails_the_lag_gate_unless_the_plan_allows_the_lag(
@@ -247,3 +253,31 @@ def test_reconcile_by_content_when_there_is_neither_offset_columns_nor_a_key(
     assert not t["passed"] and (t["counts"]["missing"], t["counts"]["extra"]) == (1, 1)
     assert [s["values"]["name"] for s in t["samples"]["missing"]] == ["n5"]
     assert [s["values"]["name"] for s in t["samples"]["extra"]] == ["changed"]
+
+
+def test_many_differences_are_sampled_as_few_are(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Up to reconcile._FEW_ROWS differing rows one job brings them all and the samples are chosen on the
+    driver; past it each kind's sample is its own query. Both give the same counts and samples."""
+    from cutover.verify import reconcile as rc
+
+    cols = "_p int, _id bigint, _h bigint, _c0 string"
+    old = spark.createDataFrame([(i % 3, i, i, f"v{i}") for i in range(3000)], cols)
+    # new: 0..99 missing, 100..199 changed, 200..209 twice, 3000..3049 extra
+    kept = [(i % 3, i, i if i >= 200 else -i, f"v{i}" if i >= 200 else "changed") for i in range(100, 3000)]
+    new = spark.createDataFrame(kept + [r for r in kept if 200 <= r[1] < 210] +
+                                [(i % 3, i, i, f"v{i}") for i in range(3000, 3050)], cols)
+
+    def run(few: int) -> Any:
+        monkeypatch.setattr(rc, "_FEW_ROWS", few)
+        return rc.reconcile(spark, rc.buckets(old, "offsets"), rc.buckets(new, "offsets"), "offsets", ["v"], 4)
+
+    one, each = run(10_000), run(0)
+    assert one.samples == each.samples and one.partitions == each.partitions
+    assert sum(pc.missing for pc in one.partitions.values()) == 100
+    assert sum(pc.extra for pc in one.partitions.values()) == 50
+    assert sum(pc.mismatched for pc in one.partitions.values()) == 100
+    assert sum(pc.duplicates_new for pc in one.partitions.values()) == 10
+    assert [(s["partition"], s["id"]) for s in one.samples["missing"]] == [(0, 0), (0, 3), (0, 6), (0, 9)]
+    assert [(s["partition"], s["id"]) for s in one.samples["extra"]] == [(0, 3000), (0, 3003), (0, 3006), (0, 3009)]
+    assert one.samples["mismatched"][0]["columns"] == {"v": {"old": "v102", "new": "changed"}}
+    assert [(s["id"], s["new_copies"]) for s in one.samples["duplicates"]] == [(201, 2), (204, 2), (207, 2), (202, 2)]

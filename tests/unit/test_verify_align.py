@@ -43,3 +43,28 @@ def test_both_mirrors_maps_make_one_map_from_new_offsets_to_old() -> None:
     assert _records(early) == {k: v for k, v in expected.items() if k < 22}
     assert new_position_in_old(early, 17) == 16 and new_position_in_old(early, 22) == 21
     assert new_position_in_old(early, 16) == 16  # new 16 (the hand-over position): nothing between
+
+
+def test_the_new_offsets_of_an_old_offset_range_hold_every_row_translated_into_it() -> None:
+    """The row pass reads the new table through these ranges: a row they miss would be reported missing."""
+    from cutover.verify.align import merged, new_ranges
+
+    forward = PartitionMap(0, 30, 31, [Segment(0, 0, 5), Segment(7, 6, 5), Segment(14, 12, 10)])
+    pm = combined(forward, None)  # new 0..4 -> old 0..4, new 6..10 -> old 7..11, new 12..21 -> old 14..23
+    paired = _records(pm)
+    # what translate_column gives each new offset: its old offset, or -(offset + 1) when no map pairs it
+    ident = {o: paired.get(o, -(o + 1)) for o in range(40)}
+    for width in (1, 3, 4, 8):
+        for lo in range(-48, 32, width):
+            hi = lo + width
+            ranges = new_ranges(pm, lo, hi)
+            read = {o for a, b in ranges for o in range(a, b)}
+            assert {o for o, i in ident.items() if lo <= i < hi} <= read, (lo, hi, ranges)
+            if lo >= 0:  # a range of old offsets reads only the records paired with them
+                assert all(lo <= ident[o] < hi for o in read if o in ident), (lo, hi, ranges)
+    assert new_ranges(pm, 3, 9) == [(3, 5), (6, 8)]
+    assert new_ranges(None, 0, 10) == [] and new_ranges(None, -4, 0) == [(0, 4)]  # a partition no map pairs
+    assert merged({0: [(10, 20), (2000, 2100), (20, 30)], 1: [(5, 5)]}) == {0: [(10, 30), (2000, 2100)]}
+    assert merged({0: [(0, 10), (900, 1000)]}) == {0: [(0, 1000)]}  # 890 apart: one read
+    assert merged({p: [(i * 4096, i * 4096 + 1) for i in range(10)] for p in range(60)}) == {
+        p: [(0, 9 * 4096 + 1)] for p in range(60)}  # 600 ranges: one span per partition
