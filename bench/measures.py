@@ -11,8 +11,10 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +125,70 @@ def shadow(box: Any, folder: Path, records: int, run: int) -> list[Run]:
                  "vs_one_batch_job": round(floor / copy, 2),
                  "plain_rss_mb": round(max(0, plain_peak.peak - began_rss) / 2**20, 1),
                  "shares": {p: round(s / copy, 3) for p, s in phases.items()}})]
+
+
+def freshness(box: Any, folder: Path, rate: int, seconds: int) -> list[Run]:
+    """Record-to-table delay at a steady `rate` (records of about 200 B): `cutover shadow --follow`, then a plain
+    Structured Streaming job with the same trigger (1 s), each on its own topic fed at the same rate. The ratio
+    is the shadow's p95 over the plain job's."""
+    import shadow_bench as sb
+
+    new = box.status()["new"]["bootstrap"]
+    stamp = int(time.time())
+    table, topics = f"bench.f_{stamp}", {side: f"bench.f{side}.{stamp}" for side in ("shadow", "plain")}
+    plan = plan_for(box, folder, f"bench-f-{stamp}", tables=[
+        {"topic": topics["shadow"], "old": f"{table}_old", "new": table, "schema": sb.SCHEMA}],
+                    spark={**yaml.safe_load(box.plan_file.read_text())["spark"], "trigger_interval": "1s"})
+    admin = AdminClient({"bootstrap.servers": new})
+    for t in topics.values():
+        admin.create_topics([NewTopic(t, 12, 1)])[t].result(30)
+    n = rate * seconds
+    lags: dict[str, list[float]] = {}
+
+    def steady(side: str, name: str, alive: Any) -> None:
+        sb.produce(new, topics[side], 12, 0, 1)  # one record through first: the job is running
+        sb.wait_rows(plan, name, 1, 300, alive)
+        sb.produce(new, topics[side], 12, 1, n, rate=rate)
+        sb.wait_rows(plan, name, n + 1, 600, alive)
+
+    proc = sb.shadow(plan, "--table", table, "--follow", "-o", "json")
+    try:
+        steady("shadow", table, lambda: proc.poll() is None)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    run = json.loads(out)["tables"][0]
+    per_batch = {p: round(s / run["batches"], 3) for p, s in run["phases"].items()} if run["batches"] else {}
+    lags["shadow"] = sb.added_lags(plan, table, "kafka_timestamp", skip=0)  # the first record waited for start-up
+    stop, failed = threading.Event(), []
+    job = threading.Thread(target=lambda: _catching(failed, lambda: sb.plain_stream(
+        plan, topics["plain"], f"{table}_plain", folder / f"fresh-ck-{stamp}", follow=stop)))
+    job.start()
+    try:
+        steady("plain", f"{table}_plain", job.is_alive)
+    finally:
+        stop.set()
+        job.join(120)
+    if failed:
+        raise failed[0]
+    lags["plain"] = sb.added_lags(plan, f"{table}_plain", "timestamp", skip=0)
+    pct = {side: {q: round(_quantile(v, q / 100), 2) for q in (50, 95)} for side, v in lags.items()}
+    return [Run(f"freshness_{rate}", pct["shadow"][95] / pct["plain"][95], {}, 0.0,
+                {"records": n, "rate": rate, "shadow_p50_s": pct["shadow"][50], "shadow_p95_s": pct["shadow"][95],
+                 "plain_p50_s": pct["plain"][50], "plain_p95_s": pct["plain"][95],
+                 "rows": {side: len(v) for side, v in lags.items()}, "shadow_batches": run["batches"],
+                 "shadow_seconds_per_batch": per_batch})]
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def _catching(failed: list[BaseException], fn: Any) -> None:
+    try:
+        fn()
+    except BaseException as exc:  # the main thread raises it
+        failed.append(exc)
 
 
 # -- verify against one hashing scan of both tables ------------------------------------------------------------

@@ -12,7 +12,7 @@ Brings up a throwaway sandbox and fills one topic on the new cluster with JSON r
 
 Then freshness: `cutover shadow --follow` (trigger 1 s) while a producer writes
 `--rate` records/s for `--seconds`; per row, the time from its Kafka timestamp to the
-commit of the snapshot that added it (read back from the table's stamped offsets).
+commit of the snapshot that added it (read back from the table's entries: each data file's snapshot).
 Prints a Markdown table.
 """
 
@@ -24,7 +24,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,8 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cutover.lake import catalog as catalog_mod
 from cutover.lake import spark as spark_mod
-from cutover.lake import stamps, tables
+from cutover.lake import tables
 from cutover.local.sandbox import Sandbox
 from cutover.plan import load_plan
 from cutover.shadow.source import reader_options
@@ -102,10 +103,13 @@ def plain_copy(plan_file: Path, topic: str, table: str) -> float:
     return took
 
 
-def plain_stream(plan_file: Path, topic: str, table: str, checkpoint: Path) -> float:
+def plain_stream(plan_file: Path, topic: str, table: str, checkpoint: Path,
+                 follow: threading.Event | None = None) -> float:
     """The issue's baseline: a plain Structured Streaming job on the same topic with the shadow's reader options
     and trigger (availableNow, the plan's spark.max_records_per_batch a batch), the same decode, appending to an
-    Iceberg table: no stamps, no compare-and-set, no dead letters."""
+    Iceberg table: no stamps, no compare-and-set, no dead letters.
+
+    `follow`: run as `cutover shadow --follow` does instead (a batch every spark.trigger_interval) until set."""
     plan = load_plan(plan_file)
     spark = spark_mod.session(plan, "bench-plain-stream")
     name = tables.qualified(plan, table)
@@ -115,26 +119,60 @@ def plain_stream(plan_file: Path, topic: str, table: str, checkpoint: Path) -> f
     batch = {k: v for k, v in options.items() if k != "maxOffsetsPerTrigger"}
     decoded(spark.read.format("kafka").options(**batch).load()).limit(0).writeTo(name).using("iceberg").create()
     began = time.monotonic()
+    trigger = {"availableNow": True} if follow is None else {
+        "processingTime": f"{plan.spec.spark.trigger_interval} seconds"}
     query = (decoded(spark.readStream.format("kafka").options(**options).load()).writeStream.format("iceberg")
-             .outputMode("append").trigger(availableNow=True).option("checkpointLocation", str(checkpoint))
+             .outputMode("append").trigger(**trigger).option("checkpointLocation", str(checkpoint))
              .toTable(name))
-    query.awaitTermination()
+    if follow is None:
+        query.awaitTermination()
+    else:
+        while not follow.wait(0.5) and query.isActive:
+            pass
+        failure = query.exception()
+        query.stop()
+        if failure is not None:
+            raise RuntimeError(f"the plain streaming job failed: {failure}")
     took = time.monotonic() - began
     spark.stop()
     return took
 
 
-def freshness(plan_file: Path, table: str) -> list[float]:
-    """Seconds from each row's Kafka timestamp to the commit of the snapshot that added it."""
-    plan = load_plan(plan_file)
-    tbl = catalog_mod.load(plan.spec.catalog).load_table(table)  # type: ignore[arg-type]
-    rows = tbl.scan(selected_fields=("kafka_partition", "kafka_offset", "kafka_timestamp")).to_arrow().to_pylist()
-    at = {(r["kafka_partition"], r["kafka_offset"]): r["kafka_timestamp"].timestamp() for r in rows}
-    snaps, current, _ = tables.snapshots(plan, table)
-    lags = []
-    for snap in stamps.stamped(snaps, current):
-        for p, (first, last) in stamps.ranges(snap).items():
-            lags += [snap.timestamp_ms / 1000 - at[(p, o)] for o in range(first, last + 1) if (p, o) in at]
+def rows_in(plan_file: Path, table: str) -> int:
+    """The rows of a table's current snapshot (0 while it has none)."""
+    tbl = tables.load_table(load_plan(plan_file), table)
+    snap = tbl.current_snapshot() if tbl is not None else None
+    return int(snap.summary.get("total-records", 0)) if snap is not None and snap.summary else 0
+
+
+def wait_rows(plan_file: Path, table: str, n: int, timeout: float, alive: Callable[[], bool]) -> None:
+    """Until the table holds `n` rows; fails past `timeout` or when the job writing it is gone."""
+    deadline = time.monotonic() + timeout
+    while (have := rows_in(plan_file, table)) < n:
+        if time.monotonic() > deadline or not alive():
+            raise RuntimeError(f"{table}: {have:,} of {n:,} rows after {timeout:.0f}s (job alive: {alive()})")
+        time.sleep(0.5)
+
+
+def added_lags(plan_file: Path, table: str, stamp: str, skip: int | None = None) -> list[float]:
+    """Seconds from each row's Kafka timestamp (column `stamp`) to the commit of the snapshot that added its data
+    file, for any Iceberg table (the shadow's or a plain job's): the table's entries name each file's snapshot.
+    The row whose id is `skip` is left out."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    tbl = tables.load_table(load_plan(plan_file), table)
+    committed = {s.snapshot_id: s.timestamp_ms / 1000 for s in tbl.metadata.snapshots}
+    entries = tbl.inspect.entries().to_pylist()
+    lags: list[float] = []
+    for e in entries:
+        if e["status"] == 2 or e["data_file"]["content"] != 0:  # deleted entries, delete files
+            continue
+        path = e["data_file"]["file_path"].removeprefix("file:")
+        data = pq.read_table(path, columns=[stamp, "id"])
+        seconds = pc.divide(pc.cast(pc.cast(data.column(stamp), "timestamp[us]"), "int64"), 1e6).to_pylist()
+        lags += [committed[e["snapshot_id"]] - t
+                 for t, i in zip(seconds, data.column("id").to_pylist(), strict=True) if i != skip]
     return sorted(lags)
 
 
@@ -178,7 +216,7 @@ def main() -> None:
             time.sleep(10)
             proc.send_signal(signal.SIGTERM)
             proc.communicate(timeout=120)
-            lags = freshness(plan_file, "bench.live")
+            lags = added_lags(plan_file, "bench.live", "kafka_timestamp")
         finally:
             box.down()
     n = args.records
