@@ -228,7 +228,10 @@ class TableWriter:
         if main.stamped and main.cluster_id != self.cluster_id and main.snapshot_id != self.started_on:
             raise handed_over(self.table, main, self.cluster_id)  # the switch moved the table on meanwhile
         done = main.for_cluster(self.cluster_id)
-        marked = self._mark(df.where(_at_or_after(done))).persist()
+        # As many tasks as the session has cores, not one a Kafka partition: a small batch's tasks cost more
+        # than their records, and each task writes its own data file.
+        fresh = df.where(_at_or_after(done)).coalesce(max(1, df.sparkSession.sparkContext.defaultParallelism))
+        marked = self._mark(fresh).persist()
         try:
             with timer("decode"):
                 stats = BatchStats.of(marked)
@@ -238,7 +241,7 @@ class TableWriter:
                 return None
             if stats.unknown:
                 marked.unpersist()
-                marked = self._drift(df.where(_at_or_after(done)), marked, stats).persist()
+                marked = self._drift(fresh, marked, stats).persist()
                 stats = BatchStats.of(marked)
             self.reasons = {}
             if stats.bad:
