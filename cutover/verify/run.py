@@ -151,8 +151,8 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
             return _window(old_pin.held, new_pin.held, old_hi, new_hi, maps, new_id)
 
         def narrow(ranges: align.Ranges) -> tuple[DataFrame | None, DataFrame | None]:
-            """Each side read again with only the rows of these old-offset ranges (the old side as it is
-            unless its rows carry one cluster's offsets), before they are normalized."""
+            """Each side read again with only the rows of these old-offset ranges, before they are normalized
+            (None for the old side when it was handed over: its rows carry either cluster's offsets)."""
             from pyspark.sql import functions as F
 
             assert oc is not None
