@@ -172,16 +172,12 @@ def freshness(box: Any, folder: Path, rate: int, seconds: int) -> list[Run]:
     if failed:
         raise failed[0]
     lags["plain"] = sb.added_lags(plan, f"{table}_plain", "timestamp", skip=0)
-    pct = {side: {q: round(_quantile(v, q / 100), 2) for q in (50, 95)} for side, v in lags.items()}
+    pct = {side: {q: round(sb.quantile(v, q / 100), 2) for q in (50, 95)} for side, v in lags.items()}
     return [Run(f"freshness_{rate}", pct["shadow"][95] / pct["plain"][95], {}, 0.0,
                 {"records": n, "rate": rate, "shadow_p50_s": pct["shadow"][50], "shadow_p95_s": pct["shadow"][95],
                  "plain_p50_s": pct["plain"][50], "plain_p95_s": pct["plain"][95],
                  "rows": {side: len(v) for side, v in lags.items()}, "shadow_batches": run["batches"],
                  "shadow_seconds_per_batch": per_batch})]
-
-
-def _quantile(sorted_values: list[float], q: float) -> float:
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
 def _catching(failed: list[BaseException], fn: Any) -> None:

@@ -154,6 +154,11 @@ def wait_rows(plan_file: Path, table: str, n: int, timeout: float, alive: Callab
         time.sleep(0.5)
 
 
+def quantile(sorted_values: list[float], q: float) -> float:
+    """The value at quantile q (0..1) of sorted values."""
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
 def added_lags(plan_file: Path, table: str, stamp: str, skip: int | None = None) -> list[float]:
     """Seconds from each row's Kafka timestamp (column `stamp`) to the commit of the snapshot that added its data
     file, for any Iceberg table (the shadow's or a plain job's): the table's entries name each file's snapshot.
@@ -224,7 +229,7 @@ def main() -> None:
           f"| plain Spark copy (floor) | {plain:.1f} | {n / plain:,.0f} | 1.00x |\n"
           f"| cutover shadow --until-caught-up (copy phase) | {copy:.1f} | {n / copy:,.0f} | {plain / copy:.2f}x |\n"
           f"| cutover shadow, wall incl. Spark start | {wall:.1f} | {n / wall:,.0f} | {plain / wall:.2f}x |")
-    pct = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))]  # noqa: E731
+    pct = lambda q: quantile(lags, q)  # noqa: E731
     print(f"\nfreshness at {args.rate:,.0f} rows/s for {args.seconds:.0f}s ({len(lags):,} rows): "
           f"p50 {pct(0.5):.1f}s, p95 {pct(0.95):.1f}s, max {lags[-1]:.1f}s")
 
