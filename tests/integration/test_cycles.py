@@ -95,6 +95,7 @@ def test_three_promote_rollback_cycles_keep_every_record_once_on_each_cluster_an
     assert all(a["runs"] == 2 for a in s["attempts"])  # each killed once, then finished
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_a_record_written_on_the_inactive_cluster_stops_the_next_cycle_naming_it(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     """Someone writes on the old cluster while the clients use the new one, before the reverse mirror's copies:

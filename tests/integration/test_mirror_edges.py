@@ -48,6 +48,7 @@ def _count(props: dict[str, str], topic: str, partitions: int) -> int:
         return -1
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_a_shard_that_died_mid_transaction_does_not_hide_another_shards_progress(
         sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
     old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.orders"

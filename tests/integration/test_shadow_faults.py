@@ -159,6 +159,7 @@ def _plant_orphan(sandbox: Sandbox, plan: Any, table: str) -> tuple[str, Path]:
     return location, path
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 @pytest.mark.lake(only="rest")
 def test_positions_survive_compaction_and_snapshot_expiry(sandbox: Sandbox, spark: Any, tmp_path: Path,
                                                            ns: str) -> None:

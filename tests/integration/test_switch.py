@@ -590,6 +590,7 @@ def test_an_open_transaction_at_the_freeze_is_waited_out_or_refused_and_unmirror
         background.stop(main)
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_clients_switch(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     """A producer the freeze missed writes on the old cluster after the drain (here: while the consumers
@@ -646,6 +647,7 @@ def test_a_record_a_missed_producer_writes_after_the_drain_is_copied_before_the_
         background.stop(main)
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_a_record_a_missed_producer_writes_on_the_new_cluster_during_rollback_is_carried_back(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
     """Rollback's check-drained, as promote's: a record written on the new cluster after the reverse drain

@@ -134,6 +134,7 @@ def test_identical_tables_pass_and_planted_differences_are_each_found(
     assert t["cost"]["row_pass"] == {"old": "narrowed", "new": "narrowed"}
 
 
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
 def test_a_lagging_or_empty_new_table_fails_the_lag_gate_unless_the_plan_allows_the_lag(
         sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
     legacy, main = _setup(sandbox, plan, tmp_path, ns)
