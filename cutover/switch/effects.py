@@ -62,6 +62,8 @@ class Live:
         self._drained: dict[st.Direction, dict[tuple[str, int], int]] = {}
         #: the sides whose freeze_producers hook returned in this run: evidence the producers stopped
         self._frozen: set[ClusterSide] = set()
+        #: when this run first saw each Iceberg sink connector paused: one commit interval covers them all
+        self._paused: sink.PausedSince = {}
 
     def hook(self, event: str, **context: str | None) -> Detail | None:
         if context.get("reader"):
@@ -180,14 +182,14 @@ class Live:
 
     def hand_over(self, pair: TablePair) -> Detail:
         if pair.writer_offsets == "iceberg-connect":  # the same connector goes on (start_new_writer)
-            return sink.move(self.plan, pair, self.run, self.timeout, "forward")
+            return sink.move(self.plan, pair, self.run, self.timeout, "forward", self._paused)
         detail = handover.hand_over(self.plan, pair, self.run, self.timeout)
         detail["rows_written"] = _write_canonical(self.plan, pair, self.timeout)
         return detail
 
     def hand_back(self, pair: TablePair) -> Detail:
         if pair.writer_offsets == "iceberg-connect":
-            return sink.move(self.plan, pair, self.run, self.timeout, "reverse")
+            return sink.move(self.plan, pair, self.run, self.timeout, "reverse", self._paused)
         return handover.hand_back(self.plan, pair, self.run, self.timeout)
 
     def move_reader(self, reader: Reader, direction: st.Direction) -> Detail:

@@ -177,13 +177,19 @@ def _not_running(plan: Plan, pair: TablePair, side: ClusterSide, timeout: float)
     return {"connector_state": "no members in its group"}
 
 
-def position(plan: Plan, pair: TablePair, side: ClusterSide, timeout: float) -> tuple[dict[int, int], dict[str, Any]]:
-    """Where the sink stands on `side` (data partition -> next offset), once nothing is in flight."""
+#: When this switch run first saw each sink connector paused (time.monotonic()), by (Connect URL, connector).
+PausedSince = dict[tuple[str, str], float]
+
+
+def position(plan: Plan, pair: TablePair, side: ClusterSide, timeout: float,
+             paused: PausedSince | None = None) -> tuple[dict[int, int], dict[str, Any]]:
+    """Where the sink stands on `side` (data partition -> next offset), once nothing is in flight.
+    `paused`: the run's record of when it saw each connector paused (a fresh one when not given)."""
     ref = ClusterRef.of(plan, side)
     seen = _not_running(plan, pair, side, timeout)
     deadline = time.monotonic() + timeout
     if seen.get("connector_state") == "PAUSED":
-        seen["waited_for_a_commit_cycle"] = _one_commit_cycle(pair, deadline)
+        seen["waited_for_a_commit_cycle"] = _one_commit_cycle(plan, pair, deadline, {} if paused is None else paused)
     while True:
         snaps, current, _tbl = tables.snapshots(plan, pair.old)
         stored = stored_positions(snaps, current, pair.old, pair.control_topic, pair.sink_group)
@@ -212,24 +218,43 @@ def position(plan: Plan, pair: TablePair, side: ClusterSide, timeout: float) -> 
 DEFAULT_COMMIT_INTERVAL_MS = 300_000
 
 
-def _one_commit_cycle(pair: TablePair, deadline: float) -> float:
+def _one_commit_cycle(plan: Plan, pair: TablePair, deadline: float, paused: PausedSince) -> float:
     """Wait one commit interval for a paused sink: its tasks stay up, and the coordinator's next cycle
     commits what they wrote before the pause, with the group's offsets, after a position read now
     (a CI run met it: the hand-over's commit then found another writer's; had the hand-over ended
-    first, those records would have come twice). A stopped sink's tasks are gone: no wait."""
+    first, those records would have come twice). A stopped sink's tasks are gone: no wait.
+
+    The interval counts from when this run first saw the connector paused. A wait begun for one table
+    notes every sink of the plan on the same Connect cluster that is paused by then (the stop_old_writer
+    hook pauses them together), so the next table's hand-over waits only for what is left of its own
+    interval: with N tables, one interval, not N. Returns the seconds waited."""
     from cutover.kafka.connect import Connect
 
     assert pair.connect_url and pair.connector
-    config = Connect(pair.connect_url).config(pair.connector) or {}
+    connect = Connect(pair.connect_url)
+    config = connect.config(pair.connector) or {}
     interval = int(config.get("iceberg.control.commit.interval-ms", DEFAULT_COMMIT_INTERVAL_MS)) / 1000
-    if time.monotonic() + interval > deadline:
+    now = time.monotonic()
+    for other in plan.spec.tables:  # this one is paused (_not_running said so); the others, as Connect says
+        key = (pair.connect_url, other.connector or "")
+        if other.connect_url != pair.connect_url or not other.connector or key in paused:
+            continue
+        if other.connector == pair.connector or getattr(connect.state(other.connector), "state", None) == "PAUSED":
+            paused[key] = now
+    left = paused[(pair.connect_url, pair.connector)] + interval + 1 - now
+    if left <= 0:
+        progress(f"  {pair.old}: the sink was seen paused {interval + 1 - left:.0f}s ago, more than one commit "
+                 f"interval ({interval:.0f}s): its last commit is in")
+        return 0.0
+    if now + left > deadline:
         raise Refused(f"table {pair.old}: the sink connector {pair.connector} is paused, and a paused sink may "
                       f"still commit for one commit interval ({interval:.0f}s), longer than this step may wait",
                       fix="stop the connector once its coordinator has committed, or give a --timeout above "
                       f"{interval:.0f}s (or lower iceberg.control.commit.interval-ms); then re-run")
-    progress(f"  {pair.old}: the sink is paused: waiting one commit interval ({interval:.0f}s) for its last commit")
-    time.sleep(interval + 1)
-    return interval
+    progress(f"  {pair.old}: the sink is paused: waiting {left:.0f}s, one commit interval ({interval:.0f}s) from "
+             "when it was seen paused, for its last commit")
+    time.sleep(left)
+    return round(left, 1)
 
 
 def ensure_control_topic(ref: ClusterRef, pair: TablePair, partitions: int, timeout: float) -> bool:
@@ -277,8 +302,10 @@ def control_stamp(pair: TablePair, control: dict[int, int]) -> dict[str, str]:
             json.dumps({str(p): o for p, o in sorted(control.items())}, separators=(",", ":"))}
 
 
-def move(plan: Plan, pair: TablePair, run: str, timeout: float, direction: Direction) -> dict[str, Any]:
-    """Promote (forward: old -> new) or rollback (reverse: new -> old) of a sink-written table."""
+def move(plan: Plan, pair: TablePair, run: str, timeout: float, direction: Direction,
+         paused: PausedSince | None = None) -> dict[str, Any]:
+    """Promote (forward: old -> new) or rollback (reverse: new -> old) of a sink-written table. `paused`:
+    the switch run's record of when it saw each connector paused (see _one_commit_cycle)."""
     from cutover.lake import spark as spark_mod
     from cutover.mirror import groups
     from cutover.mirror import state as st
@@ -296,7 +323,7 @@ def move(plan: Plan, pair: TablePair, run: str, timeout: float, direction: Direc
         detail.update({"stamped_before": True, f"{dst}_positions": held.positions})
         progress(f"  {pair.old}: already handed to the {dst} cluster (the table is stamped with it)")
         return detail
-    here, seen = position(plan, pair, src, timeout)
+    here, seen = position(plan, pair, src, timeout, paused)
     tr = groups.translator(st.route(plan, direction), plan, timeout)
     moved = translate(tr, pair.topic, here, f"hand-over of {pair.old}")
     detail.update(seen)

@@ -41,6 +41,10 @@ def run_demo(folder: Path, old_pipeline: str = "sink", value_format: str = "json
     assert len(last) == 2 and all(c["matched"] == c["old_rows"] == c["new_rows"] > 0 for c in last.values()), last
     if old_pipeline == "sink":
         _the_sink_wrote_the_old_tables(folder, Path(s["plan"]))
+        # each switch (promote, rollback, promote) waits one commit interval for the paused sinks, in its first
+        # table's hand-over: the second table's finds its sink paused that long already
+        waited = _commit_cycle_waits(record.parent)
+        assert len(waited) == 3 and all(len(w) == 2 and w[0] > 0 and w[1] == 0 for w in waited), waited
     # No secret of the sandbox (S3 keys, the database's password) in the output, the plan, the
     # journal, the report or the checkpoints.
     written = [run.out, run.err, *(f.read_bytes().decode(errors="replace")
@@ -48,6 +52,19 @@ def run_demo(folder: Path, old_pipeline: str = "sink", value_format: str = "json
     for value in secret_values(folder):
         assert not [text for text in written if value in text]
     return s, result
+
+
+def _commit_cycle_waits(journal: Path) -> list[list[float]]:
+    """Per switch run in the archived journal, the seconds each sink hand-over waited for a commit cycle."""
+    runs: list[list[float]] = []
+    for path in sorted((journal / "archive").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            if event.get("event") == "begin":
+                runs.append([])
+            elif event.get("event") == "step-end" and "waited_for_a_commit_cycle" in (event.get("detail") or {}):
+                runs[-1].append(event["detail"]["waited_for_a_commit_cycle"])
+    return [r for r in runs if r]
 
 
 def _the_sink_wrote_the_old_tables(folder: Path, plan_file: Path) -> None:
