@@ -81,6 +81,14 @@ class Pinned:
     lines: dict[int, list[eras.Span]]
 
 
+#: A table of at most this many rows (its snapshot's total-records) is read once and kept in Spark's memory
+#: for verify's passes: the one scan, a window's second look at a bucket, the row pass and each expectation's
+#: metrics. Such a table is often many small files (a sink committing every few seconds), and on object
+#: storage each pass paid a file opening per file. Larger tables are read again by each pass (keeping a
+#: million rows cost more than a second read of local files: bench/README.md).
+CACHE_ROWS = 200_000
+
+
 def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
     snaps, current, tbl = tables.snapshots(plan, table)
     if tbl is None:
@@ -88,8 +96,22 @@ def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
                          fix="check tables[] in the plan; the new table is written by `cutover shadow`")
     reader = spark.read if current is None else spark.read.option("snapshot-id", str(current))
     props = tables.properties_of(tbl)
-    return Pinned(reader.table(tables.qualified(plan, table)), current, stamps.latest(snaps, current, table, props),
+    df = reader.table(tables.qualified(plan, table))
+    if _rows(snaps, current) <= CACHE_ROWS:
+        from pyspark import StorageLevel
+
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    return Pinned(df, current, stamps.latest(snaps, current, table, props),
                   eras.spans(eras.notes(snaps, current, props)))
+
+
+def _rows(snaps: list[stamps.Snapshot], current: int | None) -> float:
+    """The table's rows at `current` by its summary (0 when empty; infinite when the summary does not say)."""
+    if current is None:
+        return 0
+    summary = next((s.summary for s in snaps if s.snapshot_id == current), {})
+    total = summary.get("total-records")
+    return int(total) if total is not None and str(total).isdigit() else float("inf")
 
 
 def _columns(df: DataFrame) -> list[Column_]:
@@ -100,6 +122,15 @@ def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
           runner: quality.Runner | None) -> TableResult:
     started = time.monotonic()
     old_pin, new_pin = _frame(spark, plan, pair.old), _frame(spark, plan, pair.new)
+    try:
+        return _compare(spark, plan, pair, opts, runner, old_pin, new_pin, started)
+    finally:
+        old_pin.df.unpersist()
+        new_pin.df.unpersist()
+
+
+def _compare(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options, runner: quality.Runner | None,
+             old_pin: Pinned, new_pin: Pinned, started: float) -> TableResult:
     old_df, new_df = old_pin.df, new_pin.df
     oc = pair.old_offset_columns
     mode: Mode = "offsets" if oc else "key" if pair.key else "content"

@@ -170,7 +170,7 @@ def test_catalog_and_storage_killed_at_random_moments_under_shadow_commits_leave
     proc = start_shadow(plan, log, "--follow")
     try:
         wait_for(lambda: tables.exists(plan, table) and len(stamped(plan, table)) > 1, 240, "the first commits")
-        for part in ("catalog", "storage", "catalog"):
+        for part in ("catalog", "storage"):
             before = len(stamped(plan, table))
             threading.Event().wait(rnd.uniform(0.0, 3.0))  # somewhere in a batch, or its commit
             assert _local(box, "stop", part, "--kill").startswith(f"{part}: ")
