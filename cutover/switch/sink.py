@@ -235,12 +235,13 @@ def _one_commit_cycle(plan: Plan, pair: TablePair, deadline: float, paused: Paus
     config = connect.config(pair.connector) or {}
     interval = int(config.get("iceberg.control.commit.interval-ms", DEFAULT_COMMIT_INTERVAL_MS)) / 1000
     now = time.monotonic()
-    for other in plan.spec.tables:  # this one is paused (_not_running said so); the others, as Connect says
+    paused.setdefault((pair.connect_url, pair.connector), now)  # _not_running saw it paused
+    for other in plan.spec.tables:  # the plan's other sinks on this Connect cluster, paused by now as it says
         key = (pair.connect_url, other.connector or "")
-        if other.connect_url != pair.connect_url or not other.connector or key in paused:
-            continue
-        if other.connector == pair.connector or getattr(connect.state(other.connector), "state", None) == "PAUSED":
-            paused[key] = now
+        if other.connect_url == pair.connect_url and other.connector and key not in paused:
+            state = connect.state(other.connector)
+            if state is not None and state.state == "PAUSED":
+                paused[key] = now
     left = paused[(pair.connect_url, pair.connector)] + interval + 1 - now
     if left <= 0:
         progress(f"  {pair.old}: the sink was seen paused {interval + 1 - left:.0f}s ago, more than one commit "
