@@ -1,4 +1,4 @@
-"""The sandbox's brokers, idle and under a test's light traffic: Kafka's defaults vs fewer threads and no-ops.
+"""The sandbox's brokers, idle and under light traffic: its settings vs a slower log cleaner and fewer threads.
 
     .venv/bin/python bench/broker_threads_bench.py --dir /tmp/bench-threads --rounds 3 --seconds 60
 
@@ -29,10 +29,10 @@ from cutover.plan import load_plan
 
 TOPIC = "bench-broker-threads"
 VARIANTS: dict[str, tuple[str, ...]] = {
-    "Kafka's defaults": (),
-    "fewer threads": ("num.io.threads=2", "num.network.threads=2", "background.threads=2"),
-    "fewer threads, metadata no-op every 5 s": ("num.io.threads=2", "num.network.threads=2", "background.threads=2",
-                                                "metadata.max.idle.interval.ms=5000"),
+    "the sandbox's settings": (),
+    "the log cleaner every 5 s": ("log.cleaner.backoff.ms=5000",),
+    "the cleaner every 5 s, fewer threads": ("log.cleaner.backoff.ms=5000", "num.io.threads=2",
+                                             "num.network.threads=1", "background.threads=2"),
 }
 
 
@@ -128,7 +128,7 @@ def main() -> None:
     (base_i, base_t), *others = medians
     print()
     for name, (idle, busy) in zip(list(VARIANTS)[1:], others, strict=True):
-        print(f"{name} / Kafka's defaults: idle {idle / base_i:.2f}x, under traffic {busy / base_t:.2f}x "
+        print(f"{name} / the sandbox's settings: idle {idle / base_i:.2f}x, under traffic {busy / base_t:.2f}x "
               f"(median of {args.rounds} rounds)")
 
 

@@ -153,7 +153,12 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
         f"share.coordinator.state.topic.replication.factor={n}",
         f"share.coordinator.state.topic.min.isr={isr}",
         "group.initial.rebalance.delay.ms=0",
-        "log.cleaner.backoff.ms=1000",
+        # Idle, a sandbox broker's largest costs were the log cleaner's wake-ups and its request threads' polls;
+        # these take its idle CPU to 0.68x to 0.73x (bench/broker_threads_bench.py), and CI keeps a dozen up.
+        "log.cleaner.backoff.ms=5000",
+        "num.io.threads=2",
+        "num.network.threads=1",
+        "background.threads=2",
     ]
     # KRaft: ANONYMOUS only ever arrives on the loopback CONTROLLER listener (the node talking
     # to its own controller). ZooKeeper mode has no such listener, so no ANONYMOUS super user.
