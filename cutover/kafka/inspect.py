@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, metadata
 
@@ -48,8 +49,9 @@ def cluster_id(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> str:
     return found
 
 
-def list_groups(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
-    client = admin(ref)
+def list_groups(ref: ClusterRef, timeout: float = DEFAULT_TIMEOUT,
+                client: AdminClient | None = None) -> list[str]:
+    client = client or admin(ref)
     metadata(ref, client, timeout, "listing consumer groups")  # what is knowable at once is named at once
     try:
         listing = client.list_consumer_groups(request_timeout=timeout).result(timeout=timeout + 1)

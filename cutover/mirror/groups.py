@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka.admin import AdminClient
+
 from cutover.common import TP
 from cutover.errors import UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT, admin
@@ -148,14 +150,17 @@ def outside(plan: Plan, direction: st.Direction = "forward",
 
 def sync(rt: st.Route, matches: Callable[[str], bool], tr: Translator, owned: Callable[[TP], bool],
          allow_rewind: bool = False, timeout: float = DEFAULT_TIMEOUT,
-         keep: Callable[[str], bool] = lambda _t: True) -> list[GroupOutcome]:
+         keep: Callable[[str], bool] = lambda _t: True,
+         clients: tuple[AdminClient, AdminClient] | None = None) -> list[GroupOutcome]:
     """Commit every selected group's translated offsets on the target, where that is safe.
 
     Only partitions of topics the plan mirrors (`keep`) are translated; a selected group's
-    offsets on any other topic are left alone and reported as `unmirrored`.
+    offsets on any other topic are left alone and reported as `unmirrored`. `clients`: admin
+    clients of the source and the target to use (a running mirror's own), else new ones.
     """
-    target_client = admin(rt.target)
-    sources = groups_info(rt.source, [g for g in list_groups(rt.source, timeout) if matches(g)], timeout)
+    source_client, target_client = clients or (admin(rt.source), admin(rt.target))
+    sources = groups_info(rt.source, [g for g in list_groups(rt.source, timeout, source_client) if matches(g)],
+                          timeout, source_client)
     mine = {g: {tp: o for tp, o in info.offsets.items() if keep(tp[0]) and owned(tp)} for g, info in sources.items()}
     targets = groups_info(rt.target, [g for g, m in mine.items() if m], timeout, target_client)
     out, changes = [], {}

@@ -98,16 +98,34 @@ class Run:
     #: One admin client per side for the run's offset reads (a new client per read costs its
     #: connections and metadata, and a cold one now and then 1 to 3 s waiting for leaders).
     _admins: dict[str, AdminClient] = field(default_factory=dict)
+    #: The progress topic's view, read incrementally at each group sync (made once the source is known).
+    _progress: st.ProgressReader | None = None
 
     def __post_init__(self) -> None:
         self.rt = st.route(self.plan, self.opts.direction)
 
+    @property
+    def progress(self) -> st.ProgressReader:
+        if self._progress is None:
+            self._progress = st.ProgressReader(self.rt, self.source_cluster, self.opts.timeout)
+        return self._progress
+
+    def admin(self, side: str) -> AdminClient:
+        """The run's admin client of its "source" or "target" cluster."""
+        if side not in self._admins:
+            ref = self.rt.source if side == "source" else self.rt.target
+            self._admins[side] = admin(ref, warm_for=self.opts.timeout)
+        return self._admins[side]
+
+    def forget_clients(self) -> None:
+        """Drop the run's admin clients: the next call makes new ones (librdkafka's admin client does not
+        look up a partition its metadata does not have yet, it fails)."""
+        self._admins.clear()
+
     def offsets(self, side: str, tps: Iterable[TP], which: str) -> dict[TP, int]:
         """Log offsets on the run's "source" or "target" cluster, through the run's client for that side."""
         ref = self.rt.source if side == "source" else self.rt.target
-        if side not in self._admins:
-            self._admins[side] = admin(ref, warm_for=self.opts.timeout)
-        return log_offsets(ref, tps, which, self.opts.timeout, self._admins[side])
+        return log_offsets(ref, tps, which, self.opts.timeout, self.admin(side))
 
 
 def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
@@ -207,8 +225,11 @@ def _opposite(r: Run) -> dict[TP, PartitionMap]:
 
 def _prepare_topics(r: Run, ours: set[str], progressed: set[TP]) -> None:
     allow = r.opts.allow_existing_target or r.opts.direction == "reverse"
-    changes = topics.plan_changes(r.rt, r.topics, ours, progressed, allow, r.opts.shard.owns, r.opts.timeout)
+    changes = topics.plan_changes(r.rt, r.topics, ours, progressed, allow, r.opts.shard.owns, r.opts.timeout,
+                                  (r.admin("source"), r.admin("target")))
     topics.apply(r.rt, changes, r.plan.spec.mirror.replication_factor, r.source_cluster, r.opts.timeout)
+    if changes:  # the run's clients knew the target before its topics were made or grown: new ones
+        r.forget_clients()
 
 
 def _owned(r: Run) -> list[TP]:
@@ -274,11 +295,12 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started
         copier.copy(opts.batch_records, opts.batch_bytes, opts.batch_seconds, until)
         now = time.monotonic()
         if now - last_sync >= sync_every:
+            seen = r.progress.overview()  # what was committed to the progress topic since the last sync
             if not opts.for_switch:  # promote (complete, cancel) closed it: end, as designed
-                _refuse_while_switched(r.plan, st.marks(r.rt, r.source_cluster, opts.timeout))
+                _refuse_while_switched(r.plan, seen.marks)
             if not opts.for_switch:  # the switch syncs the groups itself, once their consumers have stopped
                 _sync_groups(r, copier, metrics)
-            _follow_topics(r, copier)
+            _follow_topics(r, copier, seen)
             last_sync = now
         if now - r.last_report >= opts.report_every:
             r.reported = _report(r, copier, metrics, now - r.last_report, r.reported)
@@ -292,7 +314,8 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started
 def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
     tr = groups.Translator(copier.maps, r.prior)
     outcomes = groups.sync(r.rt, r.plan.spec.groups.matches, tr, lambda tp: tp in copier.maps,
-                           r.opts.allow_rewind, r.opts.timeout, groups.mirrored(r.plan))
+                           r.opts.allow_rewind, r.opts.timeout, groups.mirrored(r.plan),
+                           (r.admin("source"), r.admin("target")))
     r.group_outcomes = outcomes
     syncs = groups.record(outcomes)
     copier.record_groups(syncs)
@@ -301,17 +324,18 @@ def _sync_groups(r: Run, copier: Copier, metrics: Metrics) -> None:
         r.synced[s.group] = s.at
 
 
-def _follow_topics(r: Run, copier: Copier) -> None:
+def _follow_topics(r: Run, copier: Copier, seen: st.Overview) -> None:
     """Follow the source while running: new matching topics, partitions added, topic configs changed.
 
-    Any shard grows a topic the mirror owns, whether or not it owns one of its partitions."""
+    Any shard grows a topic the mirror owns, whether or not it owns one of its partitions (`seen`: the
+    progress topic's view at this sync)."""
     sel = r.plan.spec.topics
-    now = topics.selected_topics(r.rt, sel.include, sel.matches, r.rt.prefix, r.opts.timeout)
-    seen = st.overview(r.rt, r.source_cluster, r.opts.timeout)
+    now = topics.selected_topics(r.rt, sel.include, sel.matches, r.rt.prefix, r.opts.timeout, r.admin("source"))
     grew, r.topics = now != r.topics, now
     _prepare_topics(r, seen.topics | {t for t, _p in copier.maps}, set(copier.maps))
     if not grew:
         return
+    r.forget_clients()  # the source's topics changed since they were made
     copier.limits = topics.target_limits(r.rt, list(r.topics), r.opts.timeout)
     added = _starting_points(r, st.load(r.rt, r.source_cluster, with_map=False, timeout=r.opts.timeout),
                              set(copier.maps))

@@ -497,32 +497,61 @@ class Overview:
 
 def overview(rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> Overview:
     """The progress topic's view for `source_cluster`, without reading the map."""
-    out = Overview()
-    client = admin(rt.target)
-    try:
-        present = rt.progress_topic in client.list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise rt.target.failure(exc, "listing topics", client) from None
-    if not present:
+    return ProgressReader(rt, source_cluster, timeout).overview()
+
+
+class ProgressReader:
+    """`overview`, asked again and again: a running mirror asks at every group sync. The first call reads
+    the progress topic from its start; each later one reads only what was committed since, through the same
+    admin client, and folds it in. The topic is compacted, so what is folded in stays the latest per key."""
+
+    def __init__(self, rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.rt, self.source_cluster, self.timeout = rt, source_cluster, timeout
+        self._client: Any = None
+        self._latest: dict[bytes, bytes | None] = {}
+        self._read = 0  # the next offset to read
+        #: Records read so far, over every call.
+        self.records_read = 0
+
+    def overview(self) -> Overview:
+        rt = self.rt
+        if self._client is None:
+            self._client = admin(rt.target)
+        client = self._client
+        try:
+            present = rt.progress_topic in client.list_topics(timeout=self.timeout).topics
+        except KafkaException as exc:
+            raise rt.target.failure(exc, "listing topics", client) from None
+        if not present:
+            self._latest, self._read = {}, 0
+            return Overview()
+        goal = _stable_ends(rt.target, [rt.progress_topic], self.timeout, client)[rt.progress_topic]
+        if goal < self._read:  # shorter than what was read: deleted and created again
+            self._latest, self._read = {}, 0
+        for msg in _scan(rt.target, rt.progress_topic, self._read, goal, self.timeout,
+                         MirrorState(self.source_cluster)):
+            self._read = max(self._read, (msg.offset() or 0) + 1)
+            self.records_read += 1
+            if msg.key() is not None:
+                self._latest[msg.key()] = msg.value()  # type: ignore[index]
+        self._read = max(self._read, goal)
+        return self._fold()
+
+    def _fold(self) -> Overview:
+        out = Overview()
+        for key, value in self._latest.items():
+            kind, cluster, *rest = json.loads(key)
+            if cluster != self.source_cluster or value is None:
+                continue
+            if kind == "switch":
+                out.marks[rest[0]] = _body(key, value, self.rt)
+            elif kind == "topic":
+                out.topics.add(rest[0])
+            elif kind == "checkpoint":
+                out.topics |= {t for t, _p in _body(key, value, self.rt)["partitions"]}
+            elif kind == "progress":  # version 1
+                out.topics.add(rest[0])
         return out
-    goal = _stable_ends(rt.target, [rt.progress_topic], timeout, client)[rt.progress_topic]
-    latest: dict[bytes, bytes | None] = {}
-    for msg in _scan(rt.target, rt.progress_topic, 0, goal, timeout, MirrorState(source_cluster)):
-        if msg.key() is not None:
-            latest[msg.key()] = msg.value()  # type: ignore[index]
-    for key, value in latest.items():
-        kind, cluster, *rest = json.loads(key)
-        if cluster != source_cluster or value is None:
-            continue
-        if kind == "switch":
-            out.marks[rest[0]] = _body(key, value, rt)
-        elif kind == "topic":
-            out.topics.add(rest[0])
-        elif kind == "checkpoint":
-            out.topics |= {t for t, _p in _body(key, value, rt)["partitions"]}
-        elif kind == "progress":  # version 1
-            out.topics.add(rest[0])
-    return out
 
 
 def marks(rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, dict[str, Any]]:

@@ -62,9 +62,10 @@ class TopicChanges:
 
 
 def selected_topics(rt: Route, include: list[str], matches: object, prefix: str,
-                    timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
-    """The source topics the plan selects, with partition counts. Refuses an empty selection."""
-    client = admin(rt.source)
+                    timeout: float = DEFAULT_TIMEOUT, client: AdminClient | None = None) -> dict[str, int]:
+    """The source topics the plan selects, with partition counts. Refuses an empty selection. `client`: an
+    admin client of the source to use (a running mirror's own), else a new one."""
+    client = client or admin(rt.source)
     try:
         meta = client.list_topics(timeout=timeout)
     except KafkaException as exc:
@@ -84,14 +85,16 @@ def selected_topics(rt: Route, include: list[str], matches: object, prefix: str,
 
 def plan_changes(rt: Route, topics: dict[str, int], ours: set[str], progressed: set[tuple[str, int]],
                  allow_existing: bool, owns: Callable[[str, int], bool],
-                 timeout: float = DEFAULT_TIMEOUT) -> TopicChanges:
+                 timeout: float = DEFAULT_TIMEOUT,
+                 clients: tuple[AdminClient, AdminClient] | None = None) -> TopicChanges:
     """What the target needs: creations, partition increases and config changes, every time it runs.
 
     `ours`: target topics this mirror created or any shard has progress in (never refused,
     whichever shard sees them first grows them). Foreign records are looked for only in
     partitions this process owns and has no progress for (`progressed`): every other
-    partition has its own writer."""
-    src_admin, tgt_admin = admin(rt.source), admin(rt.target)
+    partition has its own writer. `clients`: admin clients of the source and the target to use (a running
+    mirror's own), else new ones."""
+    src_admin, tgt_admin = clients or (admin(rt.source), admin(rt.target))
     try:
         target_meta = tgt_admin.list_topics(timeout=timeout).topics
     except KafkaException as exc:
@@ -123,6 +126,8 @@ def apply(rt: Route, changes: TopicChanges, replication_factor: int, source_clus
         raise Refused("the mirror will not write into target topics it did not create: "
                       + "; ".join(changes.refusals) + " (nothing was written)",
                       fix="mirror into empty or absent topics, or pass --allow-existing-target to adopt them")
+    if not changes:
+        return
     client = admin(rt.target)
     if changes.creates:
         # Recorded first: a topic this mirror created is its own, even before any progress is committed.

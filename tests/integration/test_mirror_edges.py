@@ -281,3 +281,38 @@ def test_a_batch_keeps_to_its_bytes_bound(plan: Plan, tmp_path: Path, ns: str, s
         assert [m.value()[:4] for m in second.messages] == [b"%04d" % o for o in offsets]
     finally:
         copier.close()
+
+
+def test_a_running_mirrors_view_of_its_progress_topic_reads_only_what_was_committed_since(
+        sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
+    """At every group sync a running mirror asks its progress topic for the switch's marks and the topics
+    it owns. The first read folds the topic from its start; each later one reads only what was committed
+    since; a topic deleted and made again (shorter than what was read) is read from its start."""
+    from confluent_kafka.admin import AdminClient
+
+    scoped = load_plan(scoped_plan(sandbox.plan_file, ns, tmp_path, state_prefix=f"{ns}-state"))
+    rt = st.route(scoped, "forward")
+    st.ensure_topics(rt, 1)
+    st.note(rt, [st.created_record("src", f"{ns}.a", 3), st.created_record("src", f"{ns}.b", 1),
+                 st.created_record("elsewhere", f"{ns}.c", 1),
+                 st.mark_record("src", ns, "open", "rollback", "r1")])
+    reader = st.ProgressReader(rt, "src")
+    first = reader.overview()
+    assert first.topics == {f"{ns}.a", f"{ns}.b"} and first.marks[ns]["forward"] == "open"
+    assert reader.records_read == 4
+    assert reader.overview().marks[ns]["forward"] == "open" and reader.records_read == 4  # nothing new: none read
+    st.note(rt, [st.mark_record("src", ns, "closed", "promote", "p1")])
+    closed = reader.overview()
+    assert closed.marks[ns] == {**closed.marks[ns], "forward": "closed", "action": "promote", "run": "p1"}
+    assert closed.topics == first.topics and reader.records_read == 5  # the one record written since
+    client = AdminClient(dict(scoped.cluster("new")))
+    client.delete_topics([rt.progress_topic])[rt.progress_topic].result(30)
+    wait_for(lambda: rt.progress_topic not in client.list_topics(timeout=10).topics, 30, "the topic to go")
+    st.ensure_topics(rt, 1)  # made again, with one record: shorter than the five read
+    st.note(rt, [st.created_record("src", f"{ns}.d", 2)])
+    again = reader.overview()
+    assert again.topics == {f"{ns}.d"} and again.marks == {}, again  # read from its start: nothing of before
+    assert reader.records_read == 6
+    client.delete_topics([rt.progress_topic])[rt.progress_topic].result(30)
+    wait_for(lambda: rt.progress_topic not in client.list_topics(timeout=10).topics, 30, "the topic to go")
+    assert reader.overview() == st.Overview()  # absent: nothing
