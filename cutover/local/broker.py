@@ -153,9 +153,11 @@ def render_config(spec: BrokerSpec, admin_password: str | None, store_password: 
         f"share.coordinator.state.topic.replication.factor={n}",
         f"share.coordinator.state.topic.min.isr={isr}",
         "group.initial.rebalance.delay.ms=0",
-        # Idle, a sandbox broker's largest costs were the log cleaner's wake-ups and its request threads' polls;
-        # these take its idle CPU to 0.68x to 0.73x (bench/broker_threads_bench.py), and CI keeps a dozen up.
-        "log.cleaner.backoff.ms=5000",
+        # The cleaner every second: a compacted topic settles while a test waits for it (every 5 s, a test's
+        # topic went on compacting after the mirror had copied it).
+        "log.cleaner.backoff.ms=1000",
+        # Fewer request, network and background threads: idle, the polls of Kafka's defaults were a large part
+        # of a sandbox broker's CPU (bench/broker_threads_bench.py), and CI keeps a dozen brokers up.
         "num.io.threads=2",
         "num.network.threads=1",
         "background.threads=2",
