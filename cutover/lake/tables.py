@@ -83,25 +83,66 @@ def publish(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, prop
     meanwhile cannot publish rows filtered against other stamps.
     """
     timed = timed or (lambda _phase: nullcontext())
-    name = qualified(plan, table)
     with timed("write"):
-        at = _ref(tbl, branch)
-        if at is None:
-            spark.sql(f"ALTER TABLE {name} CREATE BRANCH `{branch}` AS OF VERSION {base}")
-        elif at != base:
-            spark.sql(f"ALTER TABLE {name} REPLACE BRANCH `{branch}` AS OF VERSION {base}")
-        df.writeTo(f"{name}.`branch_{branch}`").options(**{f"snapshot-property.{k}": v for k, v in props.items()}) \
-            .append()
+        write_branch(spark, plan, table, tbl, df, base, branch, props)
     with timed("commit"):
-        after = load_table(plan, table)
-        written_id = _ref(after, branch)
-        written = after.snapshot_by_id(written_id) if written_id is not None else None
-        if written is None or written.parent_snapshot_id != base:
-            raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
+        after, written = _written(plan, table, base, branch)
         recorded = {stamps.K_STATE: stamps.state_property(props, written.snapshot_id, written.timestamp_ms)}
         if more is not None:
             recorded.update(more(after, written.snapshot_id, written.timestamp_ms))
         _fast_forward(after, table, base, written.snapshot_id, recorded)
+
+
+def write_branch(spark: SparkSession, plan: Plan, table: str, tbl: Any, df: Any, base: int, branch: str,
+                 props: dict[str, str] | None = None) -> None:
+    """`df` appended to the run's own branch, set to `base` first: the staging side of a compare-and-set.
+    `props` go into the snapshot's summary."""
+    name = qualified(plan, table)
+    at = _ref(tbl, branch)
+    if at is None:
+        spark.sql(f"ALTER TABLE {name} CREATE BRANCH `{branch}` AS OF VERSION {base}")
+    elif at != base:
+        spark.sql(f"ALTER TABLE {name} REPLACE BRANCH `{branch}` AS OF VERSION {base}")
+    df.writeTo(f"{name}.`branch_{branch}`").options(**{f"snapshot-property.{k}": v for k, v in (props or {}).items()}) \
+        .append()
+
+
+def publish_written(plan: Plan, table: str, base: int, branch: str, props: dict[str, str]) -> None:
+    """Main moves from `base` to a new snapshot that adds the data files of the branch's head and carries
+    `props` in its summary, and the stamp in the table's properties: one catalog commit that fails unless
+    main is still at `base`. For a stamp known only once the rows are written (the shadow's one pass: its
+    counts are observed during the write); the branch's snapshot, which carries no stamp, stays off main,
+    and the branch moves to main's new head in the same commit (the next batch starts from there)."""
+    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.manifest import ManifestEntryStatus
+    from pyiceberg.table.update.snapshot import ManageSnapshots
+
+    after, written = _written(plan, table, base, branch)
+    if _ref(after, "main") != base:
+        raise Conflict(f"table {table}: another writer committed since snapshot {base}")
+    files = [e.data_file for m in written.manifests(after.io) if m.added_snapshot_id == written.snapshot_id
+             for e in m.fetch_manifest_entry(after.io, discard_deleted=True) if e.status == ManifestEntryStatus.ADDED]
+    try:
+        with after.transaction() as tx:
+            with tx.update_snapshot(snapshot_properties=props).fast_append() as append:  # requires main == base
+                for data_file in files:
+                    append.append_data_file(data_file)
+            made = tx.table_metadata.snapshot_by_id(append.snapshot_id)
+            assert made is not None
+            tx.set_properties({stamps.K_STATE: stamps.state_property(props, made.snapshot_id, made.timestamp_ms)})
+            ManageSnapshots(tx).create_branch(made.snapshot_id, branch).commit()  # requires it still at its head
+    except CommitFailedException:
+        raise Conflict(f"table {table}: another writer committed since snapshot {base}") from None
+
+
+def _written(plan: Plan, table: str, base: int, branch: str) -> tuple[Any, Any]:
+    """The table as loaded now and its branch's head, checked to be a child of `base`."""
+    after = load_table(plan, table)
+    written_id = _ref(after, branch)
+    written = after.snapshot_by_id(written_id) if written_id is not None else None
+    if written is None or written.parent_snapshot_id != base:
+        raise Conflict(f"table {table}: branch {branch} moved while this batch was written to it")
+    return after, written
 
 
 def _fast_forward(tbl: Any, table: str, base: int, snapshot_id: int, recorded: dict[str, str]) -> None:

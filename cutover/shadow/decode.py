@@ -117,7 +117,9 @@ class JsonDecoder:
         schema = f"{payload.ddl(with_nullability=False)}, `{corrupt}` string"
         parsed = F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": corrupt})
         known = [n.lower() for n in payload.names()]
-        unknown = F.filter(F.coalesce(F.json_object_keys(text), F.array().cast("array<string>")),
+        keys = F.coalesce(F.json_object_keys(text), F.array().cast("array<string>"))
+        # The exact names off first (compiled, no lambda a key); then, case-insensitively, on the few keys left.
+        unknown = F.filter(F.array_except(keys, F.array(*[F.lit(n) for n in payload.names()])),
                            lambda k: ~F.lower(k).isin(known))
         error: Any = F.when(F.col("value").isNull(), F.lit("null value (a tombstone): there is no row to write"))
         error = error.when(F.col("_j").isNull() | F.col(f"_j.{corrupt}").isNotNull(),

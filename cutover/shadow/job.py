@@ -95,9 +95,12 @@ class TableRun:
     positions: dict[int, int]
     #: seconds by phase of a batch (writer.PHASES) over the run's committed batches
     phases: dict[str, float] = field(default_factory=dict)
+    #: batches counted before they were written (writer.TableWriter._two_passes); the others took one pass
+    two_pass_batches: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"table": self.table, "topic": self.topic, "batches": self.batches, "rows": self.rows,
+                "two_pass_batches": self.two_pass_batches,
                 "dead_letters": self.dead_letters, "added_columns": list(self.added_columns),
                 "positions": {str(p): o for p, o in sorted(self.positions.items())},
                 "phases": {p: round(s, 3) for p, s in self.phases.items()}}
@@ -205,7 +208,8 @@ def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, 
     writer = TableWriter(plan=plan, pair=pair, cluster_id=cluster_id, run_id=run_id, decoder=decoder,
                          started_on=held.snapshot_id,
                          on_bad_record=opts.on_bad_record or pair.on_bad_record,
-                         payload=payload_of(spark, plan, pair.new), commit_timeout=plan.spec.spark.commit_timeout)
+                         payload=payload_of(spark, plan, pair.new), commit_timeout=plan.spec.spark.commit_timeout,
+                         partitions=count)
     return writer, starting
 
 
@@ -346,4 +350,5 @@ def _await(queries: list[StreamingQuery], writers: list[TableWriter], stop: thre
 def _result(plan: Plan, w: TableWriter) -> TableRun:
     held = tables.table_offsets(plan, w.table)
     return TableRun(w.table, w.pair.topic, w.counters.batches, w.counters.rows, w.counters.dead_letters,
-                    tuple(w.counters.added_columns), held.for_cluster(w.cluster_id), dict(w.counters.phases))
+                    tuple(w.counters.added_columns), held.for_cluster(w.cluster_id), dict(w.counters.phases),
+                    w.counters.two_pass)

@@ -4,7 +4,11 @@ Spark hands each micro-batch to `TableWriter.on_batch`. The writer reads the off
 stamped in the table's current snapshot (fresh from the catalog), drops the records
 already there, decodes the rest, and publishes the good rows in one Iceberg snapshot
 whose summary carries the offsets (`cutover.lake.stamps`), as a compare-and-set on
-that snapshot (`tables.publish`). A replayed batch, a restart from a lost checkpoint, a
+that snapshot. In one pass (`_one_pass`), the rows are written to the run's branch in
+the same Spark job that counts them (`Dataset.observe`), and main moves to a snapshot
+of those files with the stamp (`tables.publish_written`); a batch that needs its counts
+before it is written (new fields) takes two passes: counted into a cache, then written
+from it with the stamp (`tables.publish`). A replayed batch, a restart from a lost checkpoint, a
 retry after a commit whose outcome was unknown, and a second run writing the same table
 all meet the same filter or lose the compare-and-set and retry, so no record lands twice
 and none is skipped.
@@ -16,6 +20,7 @@ replays the batch: the dead-letter filter drops what it already holds.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -32,7 +37,7 @@ from cutover.shadow import ddl
 from cutover.shadow.decode import ERROR, UNKNOWN, Decoder, Payload, dead_letters, decoder_for, table_rows
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from cutover.kafka.clients import ClusterRef
     from cutover.shadow.metrics import ShadowMetrics
@@ -72,15 +77,20 @@ class Counters:
     rows: int = 0
     dead_letters: int = 0
     replayed: int = 0
+    #: batches counted before they were written (ONE_PASS_PARTITIONS; fields the table lacked; a new partition)
+    two_pass: int = 0
     added_columns: list[str] = field(default_factory=list)
     #: seconds by phase (PHASES) over the run's committed batches
     phases: dict[str, float] = field(default_factory=dict)
 
 
-#: Where a batch's time goes: the table's stamps read from the catalog; reading the batch from Kafka, decoding
-#: and counting it (one cached pass); the data files written to the run's branch; the compare-and-set commit
-#: that moves main to it with the stamp; the source's offsets read for the metrics' lag.
+#: Where a batch's time goes: the table's stamps read from the catalog; building the decoder (in two passes:
+#: reading the batch from Kafka, decoding and counting it into a cache); the data files written to the run's
+#: branch (in one pass: read, decoded and counted as they are written); the compare-and-set commit that moves
+#: main with the stamp; the source's offsets read for the metrics' lag.
 PHASES = ("status", "decode", "write", "commit", "lag")
+#: The most partitions a topic may have for its batches to be written in one pass (four aggregates a partition).
+ONE_PASS_PARTITIONS = 128
 
 
 class Timer:
@@ -136,6 +146,38 @@ class BatchStats:
                    rows=sum(r[6] for r in rows), bad=sum(r[3] for r in rows), unknown=unknown,
                    newest=max(stamps_) if stamps_ else None)
 
+    @staticmethod
+    def observers(partitions: int, drift: bool) -> list[Column]:
+        """The aggregates `of_observed` reads, over partitions 0..partitions-1 (built once per writer: each
+        Column is Py4J round trips)."""
+        from pyspark.sql import functions as F
+
+        good = f"{ERROR} IS NULL"
+        aggs = [F.expr("count(1) AS n"), F.expr(f"count(CASE WHEN {good} THEN 1 END) AS good"),
+                F.expr("max(kafka_partition) AS pmax"),
+                F.expr(f"max(CASE WHEN {good} THEN CAST(kafka_timestamp AS DOUBLE) END) AS newest")]
+        for p in range(partitions):
+            at = f"kafka_partition = {p}"
+            aggs += [F.expr(f"min(CASE WHEN {at} THEN kafka_offset END) AS a{p}"),
+                     F.expr(f"max(CASE WHEN {at} THEN kafka_offset END) AS b{p}"),
+                     F.expr(f"min(CASE WHEN {at} AND {good} THEN kafka_offset END) AS c{p}"),
+                     F.expr(f"max(CASE WHEN {at} AND {good} THEN kafka_offset END) AS d{p}")]
+        if drift:
+            # as JSON text: an observed array comes back to Python as a bare Java object
+            aggs.append(F.expr(f"to_json(array_distinct(flatten(collect_list(CASE WHEN {good} AND size({UNKNOWN}) > 0 "
+                               f"THEN {UNKNOWN} END)))) AS unknown"))
+        return aggs
+
+    @classmethod
+    def of_observed(cls, seen: Mapping[str, Any], partitions: int) -> BatchStats | None:
+        """The stats from the `observers`' values; None when a record came from a partition past them."""
+        if seen["n"] and seen["pmax"] >= partitions:
+            return None
+        spans = {p: (seen[f"a{p}"], seen[f"b{p}"]) for p in range(partitions) if seen[f"a{p}"] is not None}
+        added = {p: (seen[f"c{p}"], seen[f"d{p}"]) for p in range(partitions) if seen[f"c{p}"] is not None}
+        return cls(spans=spans, added=added, rows=seen["good"], bad=seen["n"] - seen["good"],
+                   unknown=sorted(json.loads(seen.get("unknown") or "[]")), newest=seen["newest"])
+
 
 @dataclass
 class TableWriter:
@@ -161,6 +203,12 @@ class TableWriter:
     #: after each commit: the table's next offset per partition, and the dead letters' reasons
     positions: dict[int, int] = field(default_factory=dict)
     reasons: dict[str, int] = field(default_factory=dict)
+    #: the topic's partitions when the run began: a batch is read, decoded and written in one pass when it has
+    #: this many or fewer (up to ONE_PASS_PARTITIONS), else counted first (0: always counted first)
+    partitions: int = 0
+    _observers: dict[bool, list[Column]] = field(default_factory=dict)
+    #: the last attempt counted the batch before writing it
+    two_passes: bool = False
 
     @property
     def table(self) -> str:
@@ -198,6 +246,7 @@ class TableWriter:
         if stats is None:
             return
         self.counters.batches += 1
+        self.counters.two_pass += self.two_passes
         took = time.monotonic() - started
         if m is not None:
             with timer("lag"):
@@ -231,6 +280,59 @@ class TableWriter:
         # As many tasks as the session has cores, not one a Kafka partition: a small batch's tasks cost more
         # than their records, and each task writes its own data file.
         fresh = df.where(_at_or_after(done)).coalesce(max(1, df.sparkSession.sparkContext.defaultParallelism))
+        assert base is not None  # tables are created with a first (empty) snapshot
+        self.two_passes = False
+        if 0 < self.partitions <= ONE_PASS_PARTITIONS:
+            finished, stats = self._one_pass(fresh, done, main, base, tbl, timer)
+            if finished:
+                return stats
+            tbl = tables.load_table(self.plan, self.table)  # its branch as the one pass left it
+        return self._two_passes(fresh, done, main, base, tbl, timer)
+
+    def _one_pass(self, fresh: DataFrame, done: dict[int, int], main: stamps.TableOffsets, base: int, tbl: Any,
+                  timer: Timer) -> tuple[bool, BatchStats | None]:
+        """Read, decode and write the batch to the run's branch in one Spark job that also counts it
+        (`Dataset.observe`); then the stamp from those counts, and main moved to a snapshot of the written files
+        carrying it. (False, None): this batch takes two passes after all (records with fields the table lacks,
+        or from a partition added since the run began); what it wrote stays on the branch, off main."""
+        from pyspark.sql import Observation
+
+        with timer("decode"):
+            marked = self._mark(fresh)
+        drift = UNKNOWN in marked.columns
+        if drift not in self._observers:
+            self._observers[drift] = BatchStats.observers(self.partitions, drift)
+        seen = Observation()
+        observed = marked.observe(seen, *self._observers[drift])
+        with timer("write"):
+            tables.write_branch(fresh.sparkSession, self.plan, self.table, tbl, table_rows(observed, self.payload),
+                                base, self.branch)
+        stats = BatchStats.of_observed(seen.get, self.partitions)
+        if stats is None or stats.unknown:
+            return False, None
+        if not stats.spans:
+            self.counters.replayed += 1
+            log.info("%s: batch already in the table; nothing to add", self.table)
+            return True, None
+        self.reasons = {}
+        if stats.bad:  # the batch read and decoded again, for its bad records only
+            again = self._mark(fresh)
+            self._dead_letter(again, stats.spans, stats.bad)
+            if self.metrics is not None:
+                self.reasons = _reasons(again)
+        self.positions = stamps.advance(done, stats.spans)
+        props = stamps.stamp(self.cluster_id, self.pair.topic, stats.added, self.positions, self.run_id,
+                             main.dead_letter_rows + stats.bad)
+        with timer("commit"):
+            tables.publish_written(self.plan, self.table, base, self.branch, props)
+        self.counters.rows += stats.rows
+        self.counters.dead_letters += stats.bad
+        return True, stats
+
+    def _two_passes(self, fresh: DataFrame, done: dict[int, int], main: stamps.TableOffsets, base: int, tbl: Any,
+                    timer: Timer) -> BatchStats | None:
+        """The batch decoded into a cache and counted, then written from the cache with its stamp."""
+        self.two_passes = True
         marked = self._mark(fresh).persist()
         try:
             with timer("decode"):
@@ -251,9 +353,8 @@ class TableWriter:
             self.positions = stamps.advance(done, stats.spans)
             props = stamps.stamp(self.cluster_id, self.pair.topic, stats.added, self.positions,
                                   self.run_id, main.dead_letter_rows + stats.bad)
-            assert base is not None  # tables are created with a first (empty) snapshot
-            tables.publish(df.sparkSession, self.plan, self.table, tbl, table_rows(marked, self.payload), props, base,
-                           self.branch, timed=timer)
+            tables.publish(fresh.sparkSession, self.plan, self.table, tbl, table_rows(marked, self.payload), props,
+                           base, self.branch, timed=timer)
         finally:
             marked.unpersist()
         self.counters.rows += stats.rows

@@ -105,7 +105,8 @@ def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_c
               {"value": b"[1, 2]", "partition": 0}]
     produce(new, topic, json_values(10) + poison + json_values(4, start=10))
     port, began = free_port(), time.time()
-    shadow(plan, metrics_port=port)
+    first = shadow(plan, metrics_port=port)
+    assert first.tables[0].batches >= 1 and first.tables[0].two_pass_batches == 0  # read, decoded, written at once
     good = rows(plan, f"{ns}.orders")
     assert [(r["id"], r["name"], float(r["amount"])) for r in good] == sorted(
         [(i, f"n{i}", i / 4) for i in range(14)], key=lambda t: (t[0] % 2, t[0]))
@@ -143,6 +144,7 @@ def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_c
     produce(new, topic, json_values(2, start=100, coupon="SPRING", score=7))
     result = shadow(plan)
     assert sorted(result.tables[0].added_columns) == ["coupon", "score"]
+    assert result.tables[0].two_pass_batches == 1  # the batch with new fields: counted first, then written
     after = rows(plan, f"{ns}.orders")
     assert len(after) == 16
     assert [(r["id"], r["coupon"], r["score"]) for r in after if r["id"] >= 100] == [(100, "SPRING", 7),

@@ -56,10 +56,10 @@ def test_mirror_run_summary() -> None:
 def test_shadow_run_summary_and_status() -> None:
     _same(ShadowSummary("new", "C2", "plan-abc", "follow", 12.5, (
         TableRun("ns.orders", "orders", 3, 120, 2, ("coupon",), {1: 40, 0: 80},
-                 {"status": 0.31, "decode": 2.5, "write": 4.0, "commit": 0.6}),)), {
+                 {"status": 0.31, "decode": 2.5, "write": 4.0, "commit": 0.6}, 1),)), {
         "cluster": "new", "cluster_id": "C2", "run_id": "plan-abc", "mode": "follow", "seconds": 12.5,
-        "tables": [{"table": "ns.orders", "topic": "orders", "batches": 3, "rows": 120, "dead_letters": 2,
-                    "added_columns": ["coupon"], "positions": {"0": 80, "1": 40},
+        "tables": [{"table": "ns.orders", "topic": "orders", "batches": 3, "two_pass_batches": 1, "rows": 120,
+                    "dead_letters": 2, "added_columns": ["coupon"], "positions": {"0": 80, "1": 40},
                     "phases": {"status": 0.31, "decode": 2.5, "write": 4.0, "commit": 0.6}}]})
     _same(ShadowStatus("new", "C2", (TableStatus(
         "ns.orders", "orders", True, "C2", False, "2026-11-23T05:00:00+00:00", 77, "plan-abc", 2,
