@@ -169,28 +169,54 @@ def stamp_only(spark: SparkSession, plan: Plan, table: str, props: dict[str, str
     try:
         publish(spark, plan, table, tbl, spark.table(qualified(plan, table)).limit(0), props, base, branch, more)
     finally:
-        drop_branch(spark, plan, table, branch)
+        drop_branch(plan, table, branch)
     after = head(plan, table)
     assert after is not None
     return after
 
 
-def drop_branch(spark: SparkSession, plan: Plan, table: str, branch: str) -> None:
-    if head(plan, table, branch) is not None:
-        spark.sql(f"ALTER TABLE {qualified(plan, table)} DROP BRANCH IF EXISTS `{branch}`")
+DROP_ATTEMPTS = 5
 
 
-def drop_stale_branches(spark: SparkSession, plan: Plan, table: str, idle_ms: int) -> None:
+def drop_branch(plan: Plan, table: str, branch: str) -> None:
+    """Drop a branch if it is there (a catalog commit through pyiceberg, not a Spark statement to plan)."""
+    _drop_refs(plan, table, lambda tbl: [branch] if _ref(tbl, branch) is not None else [])
+
+
+def drop_stale_branches(plan: Plan, table: str, idle_ms: int) -> None:
     """Branches of shadow runs that died (cutover_*) whose head is older than `idle_ms`."""
-    tbl = load_table(plan, table)
-    if tbl is None:
-        return
-    now = max((s.timestamp_ms for s in tbl.snapshots()), default=0)
-    for name, ref in tbl.metadata.refs.items():
-        snap = tbl.snapshot_by_id(ref.snapshot_id)
-        if name.startswith("cutover_") and snap is not None and now - snap.timestamp_ms > idle_ms:
-            spark.sql(f"ALTER TABLE {qualified(plan, table)} DROP BRANCH IF EXISTS `{name}`")
-            log.info("table %s: dropped branch %s of a shadow run that stopped", table, name)
+    def stale(tbl: Any) -> list[str]:
+        now = max((s.timestamp_ms for s in tbl.snapshots()), default=0)
+        return [name for name, ref in tbl.metadata.refs.items() if name.startswith("cutover_")
+                and (snap := tbl.snapshot_by_id(ref.snapshot_id)) is not None and now - snap.timestamp_ms > idle_ms]
+
+    for name in _drop_refs(plan, table, stale):
+        log.info("table %s: dropped branch %s of a shadow run that stopped", table, name)
+
+
+def _drop_refs(plan: Plan, table: str, which: Callable[[Any], list[str]]) -> list[str]:
+    """The branches `which` names in the table as loaded, dropped in one commit (each still where it was seen).
+
+    Another commit in between (a batch of another table's writer, a compaction) fails ours; the table is loaded
+    again and the branches chosen again, a few times, as Spark's own commit retries would."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    for attempt in range(DROP_ATTEMPTS):
+        tbl = load_table(plan, table)
+        names = which(tbl) if tbl is not None else []
+        if not names:
+            return []
+        manage = tbl.manage_snapshots()
+        for name in names:
+            manage = manage.remove_branch(name)
+        try:
+            manage.commit()
+            return names
+        except CommitFailedException as exc:
+            if attempt == DROP_ATTEMPTS - 1:
+                raise Conflict(f"table {table}: branch(es) {', '.join(names)} moved while being dropped "
+                               f"{DROP_ATTEMPTS} times ({exc}); run the shadow again to drop them") from None
+    return []
 
 
 _catalogs: dict[tuple[str, str], Any] = {}

@@ -163,7 +163,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> ShadowSummary:
         for w in writers:
             for name in (w.table, tables.dead_letter_name(w.table)):
                 try:
-                    tables.drop_branch(spark, plan, name, w.branch)
+                    tables.drop_branch(plan, name, w.branch)
                 except Exception as exc:  # the catalog may be what failed; a later run drops it when stale
                     log.info("could not drop branch %s of %s: %s", w.branch, name, exc)
     return ShadowSummary(opts.cluster, cluster_id, run_id, opts.mode, round(time.monotonic() - started, 1),
@@ -202,7 +202,7 @@ def _prepare(spark: SparkSession, plan: Plan, pair: TablePair, ref: ClusterRef, 
 
     retrying(ready, f"creating table {pair.new}", plan.spec.spark.commit_timeout)
     for name in (pair.new, tables.dead_letter_name(pair.new)):
-        tables.drop_stale_branches(spark, plan, name, STALE_BRANCH_MS)
+        tables.drop_stale_branches(plan, name, STALE_BRANCH_MS)
     held = tables.table_offsets(plan, pair.new)
     starting = _starting(plan, pair, held, cluster_id, count, ref, opts)
     writer = TableWriter(plan=plan, pair=pair, cluster_id=cluster_id, run_id=run_id, decoder=decoder,

@@ -38,7 +38,7 @@ def _raw_traffic(i: int) -> dict[str, Any]:
 
 @pytest.mark.lake(only="rest")
 def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_offsets(
-        sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
+        sandbox: Sandbox, tmp_path: Path, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
     topic = f"{ns}.events"
     plan = shadow_plan(sandbox.plan_file, ns, tmp_path, [{"topic": topic, "old": f"{ns}.old", "new": f"{ns}.events",
                                                           "format": "raw"}], max_records_per_batch=40)
@@ -74,11 +74,19 @@ def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_of
         assert snap.summary[stamps.K_CLUSTER] == first.cluster_id
         seen = at
 
+    # The run dropped its commit branch. A run that died leaves one: the next run drops it once its head is
+    # older than the table's newest snapshot by STALE_BRANCH_MS (here 0), and keeps branches not its own.
+    assert set(table.metadata.refs) == {"main"}
+    oldest = snaps[0].snapshot_id
+    table.manage_snapshots().create_branch(oldest, "cutover_deadrun").create_branch(oldest, "audit").commit()
+    monkeypatch.setattr("cutover.shadow.job.STALE_BRANCH_MS", 0)
+
     # More records, a new run (fresh checkpoint), and a run told to start from the earliest
     # offsets: every record exactly once.
     produce_txn(new, topic, f"{ns}-tx", [([_raw_traffic(i) for i in range(150, 200)], True)])
     second = shadow(plan)
     assert second.tables[0].rows == 50
+    assert set(catalog.load_table(f"{ns}.events").metadata.refs) == {"main", "audit"}
     again = shadow(plan, start="earliest")
     assert again.tables[0].rows == 0
     assert [as_rec(r) for r in rows(plan, f"{ns}.events")] == read_all(new, topic, 3)
