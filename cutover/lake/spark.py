@@ -52,6 +52,9 @@ def extra_jars() -> list[Path]:
     return [j for j in jvm.resolve(jvm.SPARK_EXTRAS) if _artifact(j) not in bundled]
 
 
+LOOPBACK = "127.0.0.1"
+
+
 def session_conf(plan: Plan, app_name: str) -> dict[str, str]:
     """Every setting the session gets; the plan's own spark.conf wins over defaults."""
     cat = plan.spec.catalog
@@ -71,6 +74,10 @@ def session_conf(plan: Plan, app_name: str) -> dict[str, str]:
         "spark.sql.redaction.options.regex": REDACTED_OPTIONS,
         "spark.redaction.regex": REDACTED_CONF,
     }
+    if plan.spec.spark.master.startswith("local"):
+        # The driver's servers on loopback: Spark's default is the host name's address or, when that is
+        # loopback, the first interface's, which puts a local job's driver on the machine's network.
+        conf.update({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK})
     conf.update(catalog_mod.spark_conf(cat))
     conf.update(plan.spec.spark.conf)
     if plan.spec.spark.class_archive and (java_options := class_archive.options(conf)) is not None:
@@ -87,6 +94,7 @@ def session(plan: Plan, app_name: str = "cutover") -> SparkSession:
         # Python workers run this interpreter (pandas and pyarrow for vectorized UDFs), not
         # whatever python3 is first on PATH. Remote masters: set PYSPARK_PYTHON for them.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)  # what Spark's launcher resolves before any conf
 
     cat = plan.spec.catalog
     if cat is not None and SparkSession.getActiveSession() is None:

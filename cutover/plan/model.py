@@ -206,7 +206,8 @@ class Catalog:
 
 @dataclass(frozen=True)
 class Spark:
-    #: Spark's master: local[*], spark://host:7077, yarn, k8s://...
+    #: Spark's master: local[*], spark://host:7077, yarn, k8s://... A local master's driver listens on
+    #: 127.0.0.1 (spark.driver.host and spark.driver.bindAddress in `conf` choose otherwise).
     master: str = "local[*]"
     #: Any Spark setting; wins over cutover's defaults.
     conf: dict[str, str] = field(default_factory=dict)
