@@ -9,9 +9,12 @@ registry, and fills two topics on the new cluster with the same records (4 field
 
 1. plain from_avro (the floor): one Spark batch job, Kafka source -> strip the 5-byte
    header -> `from_avro` with the schema -> one Iceberg append;
-2. cutover shadow --until-caught-up on the Avro topic (format avro: ids read per batch, the
+2. plain Structured Streaming from_avro: the same decode with the shadow's reader options and
+   trigger (availableNow, spark.max_records_per_batch a batch), appending to Iceberg: the
+   issue's baseline for the shadow;
+3. cutover shadow --until-caught-up on the Avro topic (format avro: ids read per batch, the
    writer schema fetched once, offsets stamped, dead letters split);
-3. cutover shadow --until-caught-up on the JSON topic (format json, the same columns).
+4. cutover shadow --until-caught-up on the JSON topic (format json, the same columns).
 
 Prints a Markdown table.
 """
@@ -25,11 +28,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from shadow_bench import plain_copy, shadow
+from shadow_bench import plain_copy, plain_stream, shadow
 
 from cutover.lake import spark as spark_mod
 from cutover.lake import tables
@@ -69,11 +73,18 @@ def fill(bootstrap: str, topics: dict[str, str], partitions: int, n: int, schema
     assert producer.flush(300) == 0
 
 
-def plain_from_avro(plan_file: Path, topic: str, table: str) -> float:
-    """The floor: one batch job, from_avro with the schema, one append, nothing else."""
+def avro_decoded(df: Any) -> Any:
+    """The plain jobs' decode of a Kafka frame in Confluent's wire format: the 5-byte header cut, from_avro with
+    the one schema, and the record's metadata."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
+    return df.select(from_avro(F.expr("substring(value, 6)"), json.dumps(AVRO)).alias("a"), "partition", "offset",
+                     "timestamp", "key").select("a.*", "partition", "offset", "timestamp", "key")
+
+
+def plain_from_avro(plan_file: Path, topic: str, table: str) -> float:
+    """The floor: one batch job, from_avro with the schema, one append, nothing else."""
     plan = load_plan(plan_file)
     spark = spark_mod.session(plan, "bench-plain-avro")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {plan.spec.catalog.name}.bench")  # type: ignore[union-attr]
@@ -81,9 +92,7 @@ def plain_from_avro(plan_file: Path, topic: str, table: str) -> float:
     options.pop("maxOffsetsPerTrigger")
     options.update({"startingOffsets": "earliest", "endingOffsets": "latest"})
     began = time.monotonic()
-    df = spark.read.format("kafka").options(**options).load()
-    rows = df.select(from_avro(F.expr("substring(value, 6)"), json.dumps(AVRO)).alias("a"), "partition", "offset",
-                     "timestamp", "key").select("a.*", "partition", "offset", "timestamp", "key")
+    rows = avro_decoded(spark.read.format("kafka").options(**options).load())
     rows.writeTo(tables.qualified(plan, table)).using("iceberg").create()
     took = time.monotonic() - began
     spark.stop()
@@ -130,6 +139,8 @@ def main() -> None:
             print(f"filled 2 x {n:,} records in {time.monotonic() - began:.0f}s", file=sys.stderr)
             plain = plain_from_avro(plan_file, "bench.avro", "bench.plain_avro")
             plain_json = plain_copy(plan_file, "bench.json", "bench.plain_json")
+            stream = plain_stream(plan_file, "bench.avro", "bench.stream_avro", Path(tmp) / "stream-ck",
+                                  decode=avro_decoded)
             avro, avro_wall = run_shadow(plan_file, "bench.avro", n)
             js, _wall = run_shadow(plan_file, "bench.json", n)
         finally:
@@ -139,10 +150,13 @@ def main() -> None:
     print(f"| plain Spark job: from_avro, one append (floor) | {plain:.1f} | {n / plain:,.0f} | 1.00x |")
     print(f"| plain Spark job: from_json, one append | {plain_json:.1f} | {n / plain_json:,.0f} | "
           f"{plain / plain_json:.2f}x |")
+    print(f"| plain Structured Streaming job: from_avro, the shadow's trigger | {stream:.1f} | {n / stream:,.0f} | "
+          f"{plain / stream:.2f}x |")
     print(f"| cutover shadow, avro (copy phase) | {avro:.1f} | {n / avro:,.0f} | {plain / avro:.2f}x |")
     print(f"| cutover shadow, avro, wall incl. Spark start | {avro_wall:.1f} | {n / avro_wall:,.0f} | "
           f"{plain / avro_wall:.2f}x |")
     print(f"| cutover shadow, json (copy phase) | {js:.1f} | {n / js:,.0f} | {plain / js:.2f}x |")
+    print(f"\nshadow (avro) vs the plain streaming job: {stream / avro:.2f}x")
 
 
 if __name__ == "__main__":

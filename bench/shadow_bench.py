@@ -104,12 +104,14 @@ def plain_copy(plan_file: Path, topic: str, table: str) -> float:
 
 
 def plain_stream(plan_file: Path, topic: str, table: str, checkpoint: Path,
-                 follow: threading.Event | None = None) -> float:
+                 follow: threading.Event | None = None, decode: Callable[[Any], Any] | None = None) -> float:
     """The issue's baseline: a plain Structured Streaming job on the same topic with the shadow's reader options
     and trigger (availableNow, the plan's spark.max_records_per_batch a batch), the same decode, appending to an
     Iceberg table: no stamps, no compare-and-set, no dead letters.
 
-    `follow`: run as `cutover shadow --follow` does instead (a batch every spark.trigger_interval) until set."""
+    `follow`: run as `cutover shadow --follow` does instead (a batch every spark.trigger_interval) until set.
+    `decode`: the Kafka frame to the table's rows (default: the JSON of SCHEMA, `decoded`)."""
+    decoded_ = decode or decoded
     plan = load_plan(plan_file)
     spark = spark_mod.session(plan, "bench-plain-stream")
     name = tables.qualified(plan, table)
@@ -117,11 +119,11 @@ def plain_stream(plan_file: Path, topic: str, table: str, checkpoint: Path,
     options = reader_options("new", plan.cluster("new"), topic, {}, plan.spec.spark.max_records_per_batch)
     options["startingOffsets"] = "earliest"
     batch = {k: v for k, v in options.items() if k != "maxOffsetsPerTrigger"}
-    decoded(spark.read.format("kafka").options(**batch).load()).limit(0).writeTo(name).using("iceberg").create()
+    decoded_(spark.read.format("kafka").options(**batch).load()).limit(0).writeTo(name).using("iceberg").create()
     began = time.monotonic()
     trigger = {"availableNow": True} if follow is None else {
         "processingTime": f"{plan.spec.spark.trigger_interval} seconds"}
-    query = (decoded(spark.readStream.format("kafka").options(**options).load()).writeStream.format("iceberg")
+    query = (decoded_(spark.readStream.format("kafka").options(**options).load()).writeStream.format("iceberg")
              .outputMode("append").trigger(**trigger).option("checkpointLocation", str(checkpoint))
              .toTable(name))
     if follow is None:
