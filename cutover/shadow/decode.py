@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 ERROR = "_cutover_error"
 UNKNOWN = "_cutover_unknown_fields"
+#: In UNKNOWN: the record has a schema id the decoder has not read yet (see Decoder.mark's `seen_only`).
+NEW_SCHEMA_ID = "<a schema id new to this run>"
 
 
 def meta_columns() -> list[Column]:
@@ -66,8 +68,13 @@ class Decoder(Protocol):
     def payload(self, declared: Payload | None) -> Payload | None:
         """The payload columns of a new table; None when they must be inferred from the topic."""
 
-    def mark(self, records: DataFrame, payload: Payload) -> DataFrame:
-        """Kafka source rows -> payload columns + metadata + `value` + ERROR (+ UNKNOWN for drift)."""
+    def mark(self, records: DataFrame, payload: Payload, seen_only: bool = False) -> DataFrame:
+        """Kafka source rows -> payload columns + metadata + `value` + ERROR (+ UNKNOWN for drift).
+
+        `seen_only` (one pass): a decoder that must learn something from the batch before it can decode it
+        (a registry format's schema ids) decodes with what it has learnt so far, without reading the batch
+        first, and puts NEW_SCHEMA_ID in UNKNOWN for a record it cannot decode yet: the batch then takes two
+        passes, the first of which learns it."""
 
 
 class RawDecoder:
@@ -76,7 +83,7 @@ class RawDecoder:
     def payload(self, declared: Payload | None) -> Payload | None:
         return Payload((("value", "binary", True),))
 
-    def mark(self, records: DataFrame, payload: Payload) -> DataFrame:
+    def mark(self, records: DataFrame, payload: Payload, seen_only: bool = False) -> DataFrame:
         from pyspark.sql import functions as F
 
         return records.select(F.col("value"), *meta_columns(), F.lit(None).cast("string").alias(ERROR))
@@ -88,7 +95,7 @@ class TextDecoder:
     def payload(self, declared: Payload | None) -> Payload | None:
         return Payload((("value", "string", True),))
 
-    def mark(self, records: DataFrame, payload: Payload) -> DataFrame:
+    def mark(self, records: DataFrame, payload: Payload, seen_only: bool = False) -> DataFrame:
         from pyspark.sql import functions as F
 
         text = F.col("value").cast("string")
@@ -109,7 +116,7 @@ class JsonDecoder:
     def payload(self, declared: Payload | None) -> Payload | None:
         return declared
 
-    def mark(self, records: DataFrame, payload: Payload) -> DataFrame:
+    def mark(self, records: DataFrame, payload: Payload, seen_only: bool = False) -> DataFrame:
         from pyspark.sql import functions as F
 
         text = F.col("value").cast("string")
@@ -149,9 +156,13 @@ def decoder_for(plan: Plan, pair: TablePair, side: ClusterSide = "new") -> Decod
 
 
 def table_rows(marked: DataFrame, payload: Payload) -> DataFrame:
-    """The good rows, in the table's column order."""
+    """The good rows, in the table's column order (not those with a schema id new to the run: their columns are
+    not decoded, and the batch takes two passes)."""
     from pyspark.sql import functions as F
 
     cols = [F.col("_text").alias("value") if n == "value" and "_text" in marked.columns else F.col(f"`{n}`")
             for n in payload.names()]
-    return marked.where(F.col(ERROR).isNull()).select(*cols, *[F.col(n) for n in META_NAMES])
+    good = F.col(ERROR).isNull()
+    if UNKNOWN in marked.columns:
+        good = good & ~F.array_contains(F.col(UNKNOWN), NEW_SCHEMA_ID)
+    return marked.where(good).select(*cols, *[F.col(n) for n in META_NAMES])

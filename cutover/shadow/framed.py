@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cutover.errors import Refused
 from cutover.plan import ClusterSide, Plan, TablePair
 from cutover.registry.client import RegistryClient, Schema
-from cutover.shadow.decode import ERROR, UNKNOWN, Payload, meta_columns
+from cutover.shadow.decode import ERROR, NEW_SCHEMA_ID, UNKNOWN, Payload, meta_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -334,14 +334,23 @@ class FramedDecoder:
             out[KEY_COLUMN] = kt.simpleString()
         return out
 
-    def mark(self, records: DataFrame, payload: Payload) -> DataFrame:
+    def mark(self, records: DataFrame, payload: Payload, seen_only: bool = False) -> DataFrame:
+        """The batch's schema ids are read first (a Spark job of their own) and their writer schemas fetched;
+        `seen_only` skips that read for a part that has seen ids already: a record with another id is marked
+        NEW_SCHEMA_ID in UNKNOWN, and the batch takes two passes."""
         from pyspark.sql import functions as F
 
         spark = records.sparkSession
         self.spark = spark
         parts = [("value", self.value)] + ([("key", self.key)] if self.key is not None else [])
-        ids = {}
+        ids: dict[str, list[int]] = {}
+        new_id: Any = None  # a framed record whose schema id this decode has no branch for
         for col, part in parts:
+            if seen_only and part.ids:
+                ids[col] = sorted(part.ids)
+                fresh = _framed(col) & ~_schema_id(col).isin(ids[col])
+                new_id = fresh if new_id is None else new_id | fresh
+                continue
             found = [int(r[0]) for r in records.where(_framed(col)).select(_schema_id(col)).distinct().collect()]
             part.refresh(found)
             ids[col] = found
@@ -351,6 +360,8 @@ class FramedDecoder:
         if self.key is not None:
             key, key_error = self.key.decode(spark, "key", ids["key"])
             error = F.coalesce(value_error, key_error)
+        if new_id is not None:  # not a bad record yet: the two passes decide
+            error = F.when(new_id, F.lit(None).cast("string")).otherwise(error)
         have = {n.lower() for n in payload.names()}
         known = self.column_types()
         unknown = [n for n in known if n.lower() not in have]
@@ -367,6 +378,8 @@ class FramedDecoder:
                 cols.append(F.lit(None).cast(kind).alias(name))
         unknown_col = F.when(F.col(ERROR).isNull(), F.array(*[F.lit(n) for n in unknown])) if unknown else \
             F.array().cast("array<string>")
+        if new_id is not None:
+            unknown_col = F.when(new_id, F.array(F.lit(NEW_SCHEMA_ID))).otherwise(unknown_col)
         return staged.select(*cols, F.col("value"), *meta_columns(), F.col(ERROR), unknown_col.alias(UNKNOWN))
 
 

@@ -294,11 +294,12 @@ class TableWriter:
         """Read, decode and write the batch to the run's branch in one Spark job that also counts it
         (`Dataset.observe`); then the stamp from those counts, and main moved to a snapshot of the written files
         carrying it. (False, None): this batch takes two passes after all (records with fields the table lacks,
-        or from a partition added since the run began); what it wrote stays on the branch, off main."""
+        from a partition added since the run began, or with a schema id the run has not seen); what it wrote
+        stays on the branch, off main."""
         from pyspark.sql import Observation
 
         with timer("decode"):
-            marked = self._mark(fresh)
+            marked = self._mark(fresh, seen_only=True)
         drift = UNKNOWN in marked.columns
         if drift not in self._observers:
             self._observers[drift] = BatchStats.observers(self.partitions, drift)
@@ -316,7 +317,7 @@ class TableWriter:
             return True, None
         self.reasons = {}
         if stats.bad:  # the batch read and decoded again, for its bad records only
-            again = self._mark(fresh)
+            again = self._mark(fresh, seen_only=True)
             self._dead_letter(again, stats.spans, stats.bad)
             if self.metrics is not None:
                 self.reasons = _reasons(again)
@@ -361,10 +362,10 @@ class TableWriter:
         self.counters.dead_letters += stats.bad
         return stats
 
-    def _mark(self, records: DataFrame) -> DataFrame:
+    def _mark(self, records: DataFrame, seen_only: bool = False) -> DataFrame:
         if self.decoder is None:
             self.decoder = decoder_for(self.plan, self.pair)
-        return self.decoder.mark(records, self.payload)
+        return self.decoder.mark(records, self.payload, seen_only)
 
     def _drift(self, records: DataFrame, marked: DataFrame, stats: BatchStats) -> DataFrame:
         from pyspark.sql import functions as F
