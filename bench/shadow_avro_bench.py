@@ -106,6 +106,9 @@ def run_shadow(plan_file: Path, table: str, n: int) -> tuple[float, float]:
     wall = time.monotonic() - began
     result = json.loads(out)
     assert result["tables"][0]["rows"] == n, result
+    t = result["tables"][0]
+    print(f"{table}: {t['batches']} batches ({t['two_pass_batches']} in two passes), phases "
+          + ", ".join(f"{p} {s:.1f}s" for p, s in t["phases"].items()), file=sys.stderr)
     return float(result["seconds"]), wall
 
 
