@@ -28,8 +28,10 @@ ICEBERG_VERSION = "1.11.0"
 #: JVM flags for the sandbox's servers and the short tools cutover runs: short lives, light traffic, small
 #: heaps. C1 alone costs far less CPU there than C2 recompiling hot code, and the serial collector less than
 #: G1's concurrent threads (bench/README.md, "the sandbox's JVMs" and "the sandbox's collector"). Production
-#: JVMs (your brokers, your Spark cluster) keep their own settings.
-LEAN: tuple[str, ...] = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+#: JVMs (your brokers, your Spark cluster) keep their own settings. C1 alone also shrinks the code cache to
+#: 48 MB, which a drill's Spark driver (shadow, verify and maintenance in one JVM) fills, and then the JVM stops
+#: compiling: the JVM's own 240 MB is kept, reserved address space until compiled code needs it.
+LEAN: tuple[str, ...] = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m", "-XX:+UseSerialGC")
 
 
 @dataclass(frozen=True)

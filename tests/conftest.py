@@ -18,9 +18,11 @@ T = TypeVar("T")
 #: compiles with C1 only, one compiler thread, and collects with the serial collector: the tests' JVMs are
 #: short-lived with small heaps, and on CI's two cores C2's compiler threads and G1's concurrent ones took a
 #: large share of the CPU (test_verify.py: see contributing.md; bench/sandbox_gc_bench.py). What the tests
-#: prove depends on neither. No JVM they start names another collector (two would refuse to start). Set
-#: JAVA_TOOL_OPTIONS yourself to run them otherwise.
-os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC")
+#: prove depends on neither. C1 alone would shrink the code cache to 48 MB, too small for a session's Spark
+#: driver, so the JVM's default 240 MB is kept (cutover.jvm.LEAN). No JVM they start names another collector
+#: (two would refuse to start). Set JAVA_TOOL_OPTIONS yourself to run them otherwise.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", " ".join(
+    ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m", "-XX:CICompilerCount=1", "-XX:+UseSerialGC")))
 
 
 @dataclass

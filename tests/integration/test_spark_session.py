@@ -29,3 +29,16 @@ def _loopback(ip: str) -> bool:
     addr = ipaddress.ip_address(ip)
     mapped = addr.ipv4_mapped if isinstance(addr, ipaddress.IPv6Address) else None  # ::ffff:127.0.0.1
     return (mapped or addr).is_loopback
+
+
+def test_a_sandbox_drivers_code_cache_holds_a_whole_drill(plan: Plan, spark: Any) -> None:
+    """C1 alone (jvm.LEAN) shrinks the JVM's code cache to 48 MB. A drill or `cutover demo` keeps one driver
+    for the shadow, verify and the lake team's maintenance; on CI it filled those 48 MB at 157 s, the JVM
+    stopped compiling ("CodeCache is full. Compiler has been disabled") and the demo failed. The sandbox's
+    driver keeps the JVM's full 240 MB (reserved, not used, until compiled code needs it)."""
+    assert "-XX:TieredStopAtLevel=1" in plan.spec.spark.conf["spark.driver.extraJavaOptions"]
+    jvm = spark.sparkContext._jvm
+    diagnostic = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    reserved = int(diagnostic.getVMOption("ReservedCodeCacheSize").getValue())
+    assert reserved >= 240 * 1024 * 1024, f"the driver's code cache is {reserved // 1024 // 1024} MB"
