@@ -36,6 +36,12 @@ _TRANSIENT = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
               KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH, KafkaError.OFFSET_NOT_AVAILABLE,
               KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.REPLICA_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
               KafkaError.NOT_CONTROLLER}
+#: Of those, the answers that say the client's metadata is behind: a partition's leader moved (a broker
+#: restarting). librdkafka's admin client asks the leader it knows again and gets the same answer until its
+#: metadata is refreshed, minutes later (a CI run's reverse mirror, told FENCED_LEADER_EPOCH for 30 s while
+#: the new cluster restarted broker by broker): such an answer is asked again on a new client.
+_LEADER_MOVED = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                           KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH})
 
 
 def transient(err: Any) -> bool:
@@ -87,6 +93,11 @@ _COORDINATOR_MOVED = frozenset({KafkaError.NOT_COORDINATOR, KafkaError.COORDINAT
 _STALE: weakref.WeakSet[AdminClient] = weakref.WeakSet()
 
 
+def replaced(client: AdminClient) -> bool:
+    """Whether `retrying` gave up on this client (a caller that keeps clients makes a new one)."""
+    return client in _STALE
+
+
 def coordinator_moved(err: Any) -> bool:
     return isinstance(err, KafkaError) and err.code() in _COORDINATOR_MOVED
 
@@ -95,9 +106,9 @@ def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[AdminClient, 
              doing: str, timeout: float) -> dict:  # type: ignore[type-arg]
     """Issue an admin call, `call(client, request_timeout)`, and wait for all its futures, again
     while the answers are transient, for up to `timeout` seconds. An attempt waits at most a third
-    of that (10 s at least); an attempt that timed out, or was told the coordinator moved, is made
-    again on a new client (the old one may hold a stale coordinator or connection: a client whose
-    coordinator restarted was seen to time out, not answer, for its whole timeout)."""
+    of that (10 s at least); an attempt that timed out, or was told the coordinator or a leader moved, is
+    made again on a new client (the old one may hold a stale coordinator, leader or connection: a client
+    whose coordinator restarted was seen to time out, not answer, for its whole timeout)."""
     deadline = time.monotonic() + timeout
     per_attempt = max(10.0, timeout / 3)
     client = admin(ref) if client in _STALE else client
@@ -111,14 +122,13 @@ def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[AdminClient, 
             # run's promote, its drain begun with a broker stopped, failed at once with "nothing listens"). Asked
             # again on a new client, which reads the partitions' new leaders. One never reached is named at once.
             stuck = not isinstance(err, KafkaError) or coordinator_moved(err) or err.code() == KafkaError._TIMED_OUT \
-                or (err.code() == KafkaError._TRANSPORT and reached(ref))
+                or err.code() in _LEADER_MOVED or (err.code() == KafkaError._TRANSPORT and reached(ref))
             if time.monotonic() >= deadline or not (stuck or transient(err)):
                 raise ref.failure(exc, doing, client) from None
+            client.poll(0.2)  # back off while serving callbacks
             if stuck:
                 _STALE.add(client)
                 client = admin(ref)
-            else:
-                client.poll(0.2)  # back off while serving callbacks
 
 
 def committed_records(ref: ClusterRef, start: Iterable[tuple[str, int, int]], doing: str,

@@ -21,7 +21,7 @@ from cutover.common import NETWORK_TIMEOUT, TP, in_flight
 from cutover.errors import CutoverError, ExitCode, Refused, UsageError
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
-from cutover.kafka.offsets import log_offsets
+from cutover.kafka.offsets import log_offsets, replaced
 from cutover.mirror import groups, schemas, topics
 from cutover.mirror import state as st
 from cutover.mirror.copier import Copier, Fenced, transactional_id, went_back
@@ -112,7 +112,7 @@ class Run:
 
     def admin(self, side: str) -> AdminClient:
         """The run's admin client of its "source" or "target" cluster."""
-        if side not in self._admins:
+        if side not in self._admins or replaced(self._admins[side]):
             ref = self.rt.source if side == "source" else self.rt.target
             self._admins[side] = admin(ref, warm_for=self.opts.timeout)
         return self._admins[side]

@@ -454,6 +454,52 @@ def _in_sync(props: Mapping[str, str]) -> bool:
     return all(set(p.isrs) == set(p.replicas) for t in meta.topics.values() for p in t.partitions.values())
 
 
+def test_offsets_are_read_through_a_rolling_restart(three: Sandbox, ns: str) -> None:
+    """Log offsets asked of the new cluster while it restarts broker by broker, each time by a new client, as
+    the reverse mirror asks at promote's start-reverse-mirror: every answer comes, exact. A CI run's reverse
+    mirror failed there ("nothing listens on" the broker being restarted): its client, told
+    FENCED_LEADER_EPOCH, asked again with the metadata it had, and got the same answer until its timeout."""
+    import threading
+
+    from cutover.kafka.clients import ClusterRef, admin
+    from cutover.kafka.offsets import log_offsets
+    from tests.integration.kafka_util import produce
+
+    plan = load_plan(three.plan_file)
+    new, topic = plan.cluster("new"), f"{ns}.offsets"
+    create_topic(new, topic, 12)
+    produce(new, topic, [{"value": b"%d" % i, "partition": p} for p in range(12) for i in range(p + 1)])
+    tps, want = [(topic, p) for p in range(12)], {(topic, p): p + 1 for p in range(12)}
+    ref = ClusterRef.of(plan, "new")
+    done, answers, failures = threading.Event(), [], []
+
+    def restart() -> None:
+        try:
+            for node in (1, 2, 3):
+                three.stop("new", node=node)
+                three.start("new", node=node)
+                wait_for(lambda: _in_sync(new), 180, "every partition of the new cluster in sync", interval=1)
+        finally:
+            done.set()
+
+    restarter = threading.Thread(target=restart, daemon=True)
+    restarter.start()
+    try:
+        while not done.is_set():
+            try:
+                client = admin(ref, warm_for=30)
+                answers.append((log_offsets(ref, tps, "start", 30, client), log_offsets(ref, tps, "end", 30, client)))
+            except Exception as exc:  # every failure is the finding
+                failures.append(str(exc))
+    finally:
+        restarter.join(600)
+        for node in (1, 2, 3):
+            three.start("new", node=node)  # whatever happened, the next test finds the cluster whole
+    assert not failures, failures
+    assert len(answers) >= 3, answers
+    assert all(starts == dict.fromkeys(tps, 0) and ends == want for starts, ends in answers), answers
+
+
 def test_rolling_restart_of_the_new_cluster_during_a_promotes_drain(three: Sandbox, tmp_path: Path,
                                                                     ns: str) -> None:
     """Promote with a backlog for its drain, while the new cluster restarts broker by broker:
