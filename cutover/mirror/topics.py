@@ -134,8 +134,9 @@ def apply(rt: Route, changes: TopicChanges, replication_factor: int, source_clus
         st.ensure_topics(rt, replication_factor, timeout)
         st.note(rt, [st.created_record(source_cluster, t, n) for t, (n, _c) in changes.creates.items()], timeout)
         new = [NewTopic(t, n, replication_factor, config=c) for t, (n, c) in changes.creates.items()]
-        wait_all(rt.target, client, client.create_topics(new, request_timeout=timeout), "creating topics", timeout,
-                 already_done=_RACED)
+        for request in create_requests(new):
+            wait_all(rt.target, client, client.create_topics(request, request_timeout=timeout), "creating topics",
+                     timeout, already_done=_RACED)
         for t, (n, c) in changes.creates.items():
             log.warning("created topic %s on %s: %d partitions, configs %s", t, rt.target.name, n, c or "{}")
     if changes.grows:
@@ -152,6 +153,25 @@ def apply(rt: Route, changes: TopicChanges, replication_factor: int, source_clus
               "changing topic configs", timeout)
         for t, c in changes.configs.items():
             log.warning("topic %s on %s: configs set to match the source: %s", t, rt.target.name, c)
+
+
+#: The most partitions a KRaft controller creates in one CreateTopics request (MAX_PARTITIONS_PER_BATCH); a
+#: request of more is refused whole ("Excessively large number of partitions per request", POLICY_VIOLATION).
+MAX_PARTITIONS_PER_REQUEST = 10_000
+
+
+def create_requests(topics: list[NewTopic]) -> list[list[NewTopic]]:
+    """The topics in requests of at most MAX_PARTITIONS_PER_REQUEST partitions each, in order (a topic of more
+    goes alone, and its refusal names it)."""
+    out: list[list[NewTopic]] = []
+    room = 0
+    for t in topics:
+        if not out or t.num_partitions > room:
+            out.append([])
+            room = MAX_PARTITIONS_PER_REQUEST
+        out[-1].append(t)
+        room -= t.num_partitions
+    return out
 
 
 def _configs(ref: ClusterRef, client: AdminClient, topics: list[str], timeout: float,
