@@ -35,10 +35,10 @@ import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from cutover.kafka import batches
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.offsets import commit_group
 from cutover.local.sandbox import Sandbox
-from cutover.mirror.topics import create_requests
 
 
 def cli(*args: str) -> dict[str, Any]:
@@ -100,7 +100,7 @@ def setup(box: Sandbox, tmp: Path, args: argparse.Namespace) -> tuple[dict[str, 
     plan = tmp / "plan.yaml"
     plan.write_text(yaml.safe_dump(data))
     admin = AdminClient(dict(old))
-    for request in create_requests([NewTopic(t, args.partitions, 1) for t in topics]):  # 10,000 partitions at most
+    for request in batches.split([NewTopic(t, args.partitions, 1) for t in topics], batches.topic_records):
         for f in admin.create_topics(request).values():
             f.result(60)
     produce(old, topics, args.partitions, getattr(args, "records", 500))

@@ -6,6 +6,7 @@ refusals) and only then applied, so a refusal leaves the target untouched.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import time
 from collections import Counter
@@ -25,11 +26,13 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from cutover.errors import Refused, UsageError
+from cutover.errors import Refused, UnreachableError, UsageError
+from cutover.kafka import batches
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
-from cutover.kafka.offsets import again_while_transient, committed_records, wait_all
+from cutover.kafka.offsets import again_while_transient, committed_records, transient, wait_all
 from cutover.mirror import state as st
 from cutover.mirror.state import Route
+from cutover.output import progress
 
 log = logging.getLogger("cutover.mirror")
 
@@ -134,44 +137,82 @@ def apply(rt: Route, changes: TopicChanges, replication_factor: int, source_clus
         st.ensure_topics(rt, replication_factor, timeout)
         st.note(rt, [st.created_record(source_cluster, t, n) for t, (n, _c) in changes.creates.items()], timeout)
         new = [NewTopic(t, n, replication_factor, config=c) for t, (n, c) in changes.creates.items()]
-        for request in create_requests(new):
+        for request in batches.split(new, batches.topic_records):  # a KRaft controller takes 10,000 records
             wait_all(rt.target, client, client.create_topics(request, request_timeout=timeout), "creating topics",
                      timeout, already_done=_RACED)
         for t, (n, c) in changes.creates.items():
             log.warning("created topic %s on %s: %d partitions, configs %s", t, rt.target.name, n, c or "{}")
     if changes.grows:
         grow = [NewPartitions(t, n) for t, n in changes.grows.items()]
-        wait_all(rt.target, client, client.create_partitions(grow, request_timeout=timeout),
-                 "adding partitions", timeout, already_done=_RACED)
+        for adds in batches.split(grow, lambda g: g.new_total_count):  # at most the partitions added
+            wait_all(rt.target, client, client.create_partitions(adds, request_timeout=timeout),
+                     "adding partitions", timeout, already_done=_RACED)
         for t, n in changes.grows.items():
             log.warning("topic %s on %s now has %d partitions, like the source", t, rt.target.name, n)
+    made = [(t, p) for t, (n, _c) in changes.creates.items() for p in range(n)]
+    made += [(t, p) for t, n in changes.grows.items() for p in range(n)]
+    if made:
+        _until_led(rt.target, made, timeout)
     if changes.configs:
         res = [ConfigResource(ResourceType.TOPIC, t, incremental_configs=[
             ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in c.items()])
             for t, c in changes.configs.items()]
-        wait_all(rt.target, client, client.incremental_alter_configs(res, request_timeout=timeout),
-              "changing topic configs", timeout)
+        for sets in batches.split(res, lambda r: len(r.incremental_configs)):
+            wait_all(rt.target, client, client.incremental_alter_configs(sets, request_timeout=timeout),
+                     "changing topic configs", timeout)
         for t, c in changes.configs.items():
             log.warning("topic %s on %s: configs set to match the source: %s", t, rt.target.name, c)
 
 
-#: The most partitions a KRaft controller creates in one CreateTopics request (MAX_PARTITIONS_PER_BATCH); a
-#: request of more is refused whole ("Excessively large number of partitions per request", POLICY_VIOLATION).
-MAX_PARTITIONS_PER_REQUEST = 10_000
+#: Seconds a partition may take, beyond the timeout, to be made by its broker after the controller created it.
+#: A one-broker sandbox on two cores made 10,002 partitions in 40 s (4 ms each); this allows five times that.
+MAKE_SECONDS = 0.02
 
 
-def create_requests(topics: list[NewTopic]) -> list[list[NewTopic]]:
-    """The topics in requests of at most MAX_PARTITIONS_PER_REQUEST partitions each, in order (a topic of more
-    goes alone, and its refusal names it)."""
-    out: list[list[NewTopic]] = []
-    room = 0
-    for t in topics:
-        if not out or t.num_partitions > room:
-            out.append([])
-            room = MAX_PARTITIONS_PER_REQUEST
-        out[-1].append(t)
-        room -= t.num_partitions
-    return out
+def _until_led(ref: ClusterRef, tps: list[tuple[str, int]], timeout: float) -> None:
+    """Wait until the cluster answers the end offset of every partition just created or added. The controller
+    answers a CreateTopics as soon as it has written the metadata; each broker then makes its partitions' logs,
+    and until it has, it answers NOT_LEADER for them (a one-broker cluster took 40 s for 10,002 partitions).
+    Each round asks with a new client, its metadata read first: one that asked too early kept answering from its
+    stale metadata."""
+    from confluent_kafka.admin import OffsetSpec
+
+    left, total = set(tps), len(tps)
+    allowed = timeout + MAKE_SECONDS * total
+    deadline = time.monotonic() + allowed
+    said = 0.0
+    ask = min(timeout, 10.0)  # a round's wait: librdkafka may hold a request for partitions it finds no leader of
+    while True:
+        asked = {TopicPartition(t, p): OffsetSpec.latest() for t, p in sorted(left)}  # type: ignore[no-untyped-call]
+        client = admin(ref, warm_for=ask)  # a cold client's ListOffsets of thousands of new topics went unanswered
+        futures = client.list_offsets(asked, request_timeout=ask)
+        answered, _ = concurrent.futures.wait(list(futures.values()), timeout=ask + 5)
+        for tp, fut in futures.items():
+            if fut not in answered:
+                continue  # asked again next round
+            exc = fut.exception()
+            if exc is None:
+                left.discard((tp.topic, tp.partition))
+                continue
+            err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+            # _NOENT: "Failed to query partition leaders: No leaders found" (yet)
+            if not (transient(err) or (isinstance(err, KafkaError) and err.code() == KafkaError._NOENT)):
+                raise ref.failure(exc, "listing the end offsets of the partitions it created", client) from None
+        if not left:
+            return
+        now = time.monotonic()
+        if now > deadline:
+            some = ", ".join(f"{t}/{p}" for t, p in sorted(left)[:5])
+            raise UnreachableError(
+                f"{ref.describe()} has not made {len(left):,} of the {total:,} partitions it was told to create "
+                f"after {allowed:.0f} s (it answers no end offset for {some}{', ...' if len(left) > 5 else ''})",
+                fix="check the brokers' logs for errors making logs (disk space, open files), then run the "
+                    "mirror again: it resumes")
+        if now - said >= 5:
+            progress(f"waiting for {ref.describe()} to make its new partitions: {total - len(left):,} of "
+                     f"{total:,} ready")
+            said = now
+        time.sleep(0.5)
 
 
 def _configs(ref: ClusterRef, client: AdminClient, topics: list[str], timeout: float,
@@ -228,7 +269,8 @@ def target_limits(rt: Route, topics: list[str], timeout: float = DEFAULT_TIMEOUT
     """Each target topic's max.message.bytes (the topic's, or the broker default it inherits)."""
     client = admin(rt.target)
     try:
-        present = [t for t in topics if t in client.list_topics(timeout=timeout).topics]
+        listed = client.list_topics(timeout=timeout).topics  # once: not once a topic
+        present = [t for t in topics if t in listed]
     except KafkaException as exc:
         raise rt.target.failure(exc, "listing topics", client) from None
     return {t: int(conf["max.message.bytes"]) for t, conf in
@@ -248,7 +290,8 @@ def write_settings(rt: Route, topics: dict[str, int], compression: str = "auto",
     for ref in (rt.source, rt.target):
         client = admin(ref)
         try:
-            present = [t for t in topics if t in client.list_topics(timeout=timeout).topics]
+            listed = client.list_topics(timeout=timeout).topics  # once: not once a topic
+            present = [t for t in topics if t in listed]
         except KafkaException as exc:
             raise ref.failure(exc, "listing topics", client) from None
         for conf in _configs(ref, client, present, timeout, explicit_only=False).values():

@@ -23,6 +23,7 @@ from confluent_kafka.admin import (
 
 from cutover.common import settled
 from cutover.errors import UsageError
+from cutover.kafka import batches
 from cutover.kafka.clients import ClusterRef, admin
 from cutover.rights import inventory, quotas
 from cutover.rights.diff import Change, RightsDiff
@@ -86,11 +87,13 @@ def _acls(ref: ClusterRef, client: AdminClient, creates: list[Change], deletes: 
           done: Applied, say: Callable[[str], None]) -> None:
     if creates:
         bindings = [inventory.to_binding(c.acl) for c in creates if c.acl]
-        _wait(ref, client, client.create_acls(bindings, request_timeout=timeout), "creating ACLs", timeout)
+        for request in batches.split(bindings):  # a KRaft controller takes 10,000 ACLs a request
+            _wait(ref, client, client.create_acls(request, request_timeout=timeout), "creating ACLs", timeout)
         done.record("created", creates, say)
     if deletes:
         filters = [inventory.to_filter(c.acl) for c in deletes if c.acl]
-        _wait(ref, client, client.delete_acls(filters, request_timeout=timeout), "deleting ACLs", timeout)
+        for matching in batches.split(filters):  # each filter names one ACL
+            _wait(ref, client, client.delete_acls(matching, request_timeout=timeout), "deleting ACLs", timeout)
         done.record("deleted", deletes, say)
 
 
