@@ -369,11 +369,19 @@ def topic_lag(ends: Mapping[TP, int], positions: Mapping[TP, int], into: dict[st
     return lag
 
 
+#: The most topics a progress line names (a mirror of thousands of topics named every one).
+LAG_TOPICS = 10
+
+
 def say_progress(who: str, records: int, nbytes: int, before: tuple[int, ...], elapsed: float,
                  lag: Mapping[str, int]) -> None:
-    """The progress line: totals, the rate since the last line (records, bytes before it), lag per topic."""
+    """The progress line: totals, the rate since the last line (records, bytes before it), lag per topic (the
+    LAG_TOPICS topics furthest behind, then how many more and their lag)."""
     elapsed = max(elapsed, 1e-6)
-    lags = " ".join(f"{k}={v:,}" for k, v in sorted(lag.items()))
+    shown = sorted(sorted(lag.items()), key=lambda kv: -kv[1])[:LAG_TOPICS]
+    lags = " ".join(f"{k}={v:,}" for k, v in sorted(shown))
+    if len(lag) > len(shown):
+        lags += f" and {len(lag) - len(shown):,} more topics={sum(lag.values()) - sum(v for _k, v in shown):,}"
     progress(f"mirror {who}: {records:,} records, {(records - before[0]) / elapsed:,.0f} rec/s, "
              f"{(nbytes - before[1]) / elapsed / 1e6:.1f} MB/s; lag {lags}")
 
