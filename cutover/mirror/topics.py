@@ -23,6 +23,7 @@ from confluent_kafka.admin import (
     ConfigSource,
     NewPartitions,
     NewTopic,
+    OffsetSpec,
     ResourceType,
 )
 
@@ -175,8 +176,6 @@ def _until_led(ref: ClusterRef, tps: list[tuple[str, int]], timeout: float) -> N
     and until it has, it answers NOT_LEADER for them (a one-broker cluster took 40 s for 10,002 partitions).
     Each round asks with a new client, its metadata read first: one that asked too early kept answering from its
     stale metadata."""
-    from confluent_kafka.admin import OffsetSpec
-
     left, total = set(tps), len(tps)
     allowed = timeout + MAKE_SECONDS * total
     deadline = time.monotonic() + allowed
