@@ -14,8 +14,9 @@ import math
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, NamedTuple, NoReturn, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -68,6 +69,10 @@ class Batch:
     @property
     def messages(self) -> list[Message]:
         return [m for msgs in self.parts.values() for m in msgs]
+
+    def touched(self) -> Iterable[TP]:
+        """The partitions the batch read records of, reached the end of, or lost records of."""
+        return chain(self.parts, self.reached, self.lost)
 
     def reached_all(self) -> dict[TP, int]:
         """Partition -> the offset after everything the batch read (records and end-of-partition events)."""
@@ -145,6 +150,14 @@ class Copier:
 
     # -- reading -------------------------------------------------------------------
 
+    def short_of(self, goal: Mapping[TP, int]) -> dict[TP, int]:
+        """The partitions of `goal` (partition -> offset) whose committed progress is short of it."""
+        return _short_of(goal, Batch(), self.maps)
+
+    def drop_reached(self, left: dict[TP, int], batch: Batch) -> None:
+        """Once `batch` is committed, drop from `left` (see `short_of`) the partitions it took to their goal."""
+        _drop_reached(left, batch.touched(), Batch(), self.maps)
+
     def read(self, max_records: int, max_bytes: int, max_seconds: float,
              until: Mapping[TP, int] | None = None,
              on_chunk: Callable[[dict[TP, list[Message]]], bool] | None = None) -> Batch:
@@ -156,7 +169,7 @@ class Copier:
         batch = Batch()
         parts, count = batch.parts, 0
         deadline = time.monotonic() + max_seconds
-        todo = None if until is None else self._short_of(until, batch)
+        todo = None if until is None else _short_of(until, batch, self.maps)
         while count < max_records and batch.nbytes < max_bytes and todo != {}:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -165,55 +178,61 @@ class Copier:
             # a few while none is known): one call takes whatever the consumer has queued, up to 256 MB.
             mean = batch.nbytes / count if count else self._mean_bytes
             room = max(1, math.ceil((max_bytes - batch.nbytes) / mean)) if mean else 64
-            had = {tp: len(msgs) for tp, msgs in parts.items()} if on_chunk is not None else {}
+            # What follows each call costs what the call touched, not what the batch holds: with thousands
+            # of partitions, a pass over all of them per call grew with partitions x records.
+            chunk: dict[TP, list[Message]] = {}  # this call's records per partition
+            events: list[TP] = []  # partitions an end-of-partition or offset-reset event moved on
             for msg in self.consumer.consume(min(10_000, max_records - count, room), min(left, 0.2)):
                 if msg.error() is None:  # per record: only what must be (see the commit for the rest)
                     tp = (msg.topic(), msg.partition())
-                    msgs = parts.get(tp)  # type: ignore[arg-type]
+                    msgs = chunk.get(tp)  # type: ignore[arg-type]
                     if msgs is None:
-                        parts[tp] = msgs = []  # type: ignore[index]
+                        chunk[tp] = msgs = []  # type: ignore[index]
                     msgs.append(msg)
                     batch.nbytes += len(msg)
                     count += 1
                 else:
-                    self._event(msg, batch)
+                    moved = self._event(msg, batch, chunk)
+                    if moved is not None:
+                        events.append(moved)
+            for tp, msgs in chunk.items():
+                had = parts.get(tp)
+                if had is None:
+                    parts[tp] = msgs[:]
+                else:
+                    had += msgs
             if todo:
-                todo = self._short_of(todo, batch)
-            if on_chunk is not None:
-                chunk = {tp: msgs[had.get(tp, 0):] for tp, msgs in parts.items() if len(msgs) > had.get(tp, 0)}
-                if chunk and not on_chunk(chunk):
-                    break
+                _drop_reached(todo, chain(chunk, events), batch, self.maps)
+            if on_chunk is not None and chunk and not on_chunk(chunk):
+                break
         if count:
             self._mean_bytes = batch.nbytes / count
         return batch
 
-    def _short_of(self, until: Mapping[TP, int], batch: Batch) -> dict[TP, int]:
-        """The partitions of `until` that the reader has not reached yet: each read starts at the committed
-        progress (a batch is committed before the next is read), and this batch reached on from there."""
-        reached = batch.reached_all()
-        for tp, gap in batch.lost.items():
-            reached[tp] = max(reached.get(tp, 0), gap.end)
-        return {tp: end for tp, end in until.items()
-                if max(reached.get(tp, 0), self.maps[tp].next_src if tp in self.maps else 0) < end}
-
-    def _event(self, msg: Message, batch: Batch) -> None:
+    def _event(self, msg: Message, batch: Batch, pending: Mapping[TP, list[Message]]) -> TP | None:
+        """Take a consumer event into the batch (`pending`: the records the current call read before it, not
+        in the batch yet); the partition it moved on, if any."""
         tp = _tp(msg)
         err = msg.error()
         assert err is not None
         if err.code() == KafkaError._PARTITION_EOF:
             batch.reached[tp] = max(batch.reached.get(tp, 0), _off(msg))
-        elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+            return tp
+        if err.code() == KafkaError._AUTO_OFFSET_RESET:
             low, high = self.consumer.get_watermark_offsets(TopicPartition(*tp), timeout=self.timeout, cached=False)
             position = batch.reached_all().get(tp, self.maps[tp].next_src)
+            if tp in pending:
+                position = max(position, _off(pending[tp][-1]) + 1)
             try:
                 batch.lost[tp] = out_of_range(position, low, high) or Gap(position, position)
             except SourceWentBack as exc:
                 raise went_back(self.rt.source.describe(), tp, exc) from None
             self.consumer.seek(TopicPartition(tp[0], tp[1], max(low, position)))
-        elif err.fatal() or err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._AUTHENTICATION):
+            return tp
+        if err.fatal() or err.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._AUTHENTICATION):
             raise self.rt.source.failure(KafkaException(err), "reading records", self.consumer)
-        else:
-            log.debug("source: %s", err.str())
+        log.debug("source: %s", err.str())
+        return None
 
     # -- writing -------------------------------------------------------------------
 
@@ -665,6 +684,31 @@ class Written(NamedTuple):
     next_tgt: int
     #: Key and value bytes copied.
     bytes: int
+
+
+def _short_of(until: Mapping[TP, int], batch: Batch, maps: Mapping[TP, PartitionMap]) -> dict[TP, int]:
+    """The partitions of `until` that the reader has not reached yet: each read starts at the committed
+    progress (a batch is committed before the next is read), and this batch reached on from there."""
+    return {tp: end for tp, end in until.items() if _reached(tp, batch, maps) < end}
+
+
+def _drop_reached(todo: dict[TP, int], touched: Iterable[TP], batch: Batch, maps: Mapping[TP, PartitionMap]) -> None:
+    """`_short_of` kept up to date: only the partitions a consume call touched can have reached their end."""
+    for tp in touched:
+        end = todo.get(tp)
+        if end is not None and _reached(tp, batch, maps) >= end:
+            del todo[tp]
+
+
+def _reached(tp: TP, batch: Batch, maps: Mapping[TP, PartitionMap]) -> int:
+    """The source offset the reader has reached in a partition: the committed progress, then the batch's
+    records, end-of-partition events and records lost to retention."""
+    at = max(batch.reached.get(tp, 0), maps[tp].next_src if tp in maps else 0)
+    msgs = batch.parts.get(tp)
+    if msgs:
+        at = max(at, _off(msgs[-1]) + 1)
+    gap = batch.lost.get(tp)
+    return at if gap is None else max(at, gap.end)
 
 
 def _by_partition(messages: list[Message]) -> dict[TP, list[Message]]:

@@ -288,12 +288,14 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started
     opts = r.opts
     last_sync = started if opts.until_caught_up else 0.0  # a catch-up run syncs once, at its end
     sync_every = float(r.plan.spec.mirror.group_sync_interval)
-    # A catch-up run's reads end at its goal (the end offsets at its start), not at the batch time.
-    until = goal if opts.until_caught_up else None
+    # A catch-up run's reads end at its goal (the end offsets at its start), not at the batch time: `left` is the
+    # goal's partitions not reached yet, kept up to date from what each batch touched (not a pass over them all).
+    left = copier.short_of(goal)
     sync_cost = report_cost = 0.0  # what the last of each took: see `due`
     while not r.stop.is_set():
         # Each batch is written as it is read, in one transaction; librdkafka fetches the next meanwhile.
-        copier.copy(opts.batch_records, opts.batch_bytes, opts.batch_seconds, until)
+        batch = copier.copy(opts.batch_records, opts.batch_bytes, opts.batch_seconds,
+                            left if opts.until_caught_up else None)
         now = time.monotonic()
         if now >= due(last_sync, sync_every, sync_cost):
             seen = r.progress.overview()  # what was committed to the progress topic since the last sync
@@ -307,8 +309,10 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started
             began = time.monotonic()
             r.reported = _report(r, copier, metrics, now - r.last_report, r.reported)
             r.last_report, report_cost = now, time.monotonic() - began
-        if goal and all(copier.maps[tp].next_src >= end for tp, end in goal.items()):
-            break
+        if goal:
+            copier.drop_reached(left, batch)
+            if not left:
+                break
         if opts.until_caught_up and not goal:
             break
 
