@@ -303,6 +303,10 @@ def _sink_hooks(folder: Path, sandbox: Sandbox, worker: Connect, name: str, conf
     return out
 
 
+#: How long a sink may take to write on after `_crash_the_worker` (seconds).
+AFTER_CRASH = 300
+
+
 def _crash_the_worker(sandbox: Sandbox, worker: Connect, name: str, cluster: str) -> None:
     """SIGKILL the Connect worker as its sink's coordinator starts a commit, then start it again."""
     log = Path(sandbox.status()["connect"]["log"])
@@ -368,7 +372,9 @@ def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and
     try:
         wait_for(lambda: len(_rows(main, table)) >= 100, 120, "the sink to write the old cluster's traffic")
         _crash_the_worker(sandbox, worker, name, "old")  # SIGKILL at a commit; it comes back and goes on
-        wait_for(lambda: len(_rows(main, table)) >= 200, 120, "the sink to write on after the crash")
+        # After a SIGKILL at a commit the worker rejoins and the sink's coordinator starts over: within 120 s here,
+        # not always in CI's loaded lane (a local CI run of 2026-11-29). The deadline bounds a failure only.
+        wait_for(lambda: len(_rows(main, table)) >= 200, AFTER_CRASH, "the sink to write on after the crash")
         wait_for(lambda: cutover("mirror", "status", "--plan", str(main.file), "-o", "json").json()["lag"] < 300,
                  60, f"the mirror to catch up (its log: {tmp_path / 'mirror.err'})")
         shadowing = start_shadow(main, tmp_path / "shadow.err", "--follow")  # the parallel write path, from new
@@ -394,7 +400,7 @@ def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and
                  "the sink to write the new cluster's records from the new cluster")
         _crash_the_worker(sandbox, worker, name, "new")
         on_new = {s.seq for s in producer.sent if s.cluster == "new"}
-        wait_for(lambda: on_new <= {r["seq"] for r in _rows(main, table)}, 120,
+        wait_for(lambda: on_new <= {r["seq"] for r in _rows(main, table)}, AFTER_CRASH,
                  "the sink to write on from the new cluster after the crash")
         (kills / "rollback.run.old").touch()
         killed, rolled = _until_done(main, "rollback", kills, 3)
