@@ -126,15 +126,14 @@ def merged(ranges: Ranges, gap: int = 1024, most: int = 512) -> Ranges:
     return out
 
 
-def within(partition: Column, offset: Column, ranges: Ranges) -> Column:
-    """A filter: (partition, offset) falls in one of the ranges."""
+def within(partition: str, offset: str, ranges: Ranges) -> Column:
+    """A filter: (partition, offset) of these columns falls in one of the ranges. One SQL expression, so that
+    Spark builds it in one call however many ranges there are."""
     from pyspark.sql import functions as F
 
-    cond: Column = F.lit(False)
-    for p, rs in sorted(ranges.items()):
-        for lo, hi in rs:
-            cond = cond | ((partition == p) & (offset >= lo) & (offset < hi))
-    return cond
+    p, o = (f"CAST(`{c.replace('`', '``')}` AS {t})" for c, t in ((partition, "INT"), (offset, "BIGINT")))
+    terms = [f"({p} = {q} AND {o} >= {lo} AND {o} < {hi})" for q, rs in sorted(ranges.items()) for lo, hi in rs]
+    return F.expr(" OR ".join(terms) or "false")
 
 
 def translate_column(spark: SparkSession, maps: dict[int, PartitionMap], partition: Column,

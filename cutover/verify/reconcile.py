@@ -15,7 +15,8 @@ and the canonical columns `_c0…`. Rows outside the window carry bucket -1 (lag
 3. Only the fine buckets that still differ are compared row by row: missing, extra,
    duplicates and rows whose content differs, with the differing columns of a sample.
    In offsets mode each side is read again through a filter on its offsets (`narrow`),
-   before it is normalized; one job then brings the differing rows when they are few.
+   before it is normalized; when the rows that differ are few, one job brings them all and
+   counts the rows compared on the way, and the counts are added up from them.
 
 With no difference the cost is step 1; a few differences add the row pass (and, by key or
 content, the fine pass) over the rows of the differing buckets.
@@ -32,7 +33,7 @@ from cutover.verify.canon import NULL, plain, same
 from cutover.verify.results import Mode
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
 
@@ -136,23 +137,27 @@ def _differing(old: Aggs, new: Aggs) -> list[tuple[int, int]]:
     return sorted(k for k in set(old) | set(new) if old.get(k, ())[:4] != new.get(k, ())[:4])
 
 
-def _only(spark: SparkSession, df: DataFrame, level: str, keys: list[tuple[int, int]]) -> DataFrame:
+def _only(df: DataFrame, level: str, keys: list[tuple[int, int]]) -> DataFrame:
+    """The rows of these (partition, bucket) keys: one SQL expression, built in one call (a broadcast join of
+    the keys cost a job of its own and a round trip per key's row)."""
     from pyspark.sql import functions as F
 
-    chosen = spark.createDataFrame(keys, f"_p int, {level} bigint")
-    return df.join(F.broadcast(chosen), ["_p", level])
+    chosen: dict[int, list[int]] = defaultdict(list)
+    for p, b in keys:
+        chosen[p].append(b)
+    terms = [f"(_p = {p} AND `{level}` IN ({', '.join(map(str, bs))}))" for p, bs in sorted(chosen.items())]
+    return df.where(F.expr(" OR ".join(terms) or "false"))
 
 
 def _inside(window: dict[int, int]) -> Any:
+    """Whether a row's identity is below its partition's window end: one SQL expression."""
     from pyspark.sql import functions as F
 
-    cond: Any = F.lit(False)
-    for p, end in window.items():
-        cond = F.when(F.col("_p") == p, F.col("_id") < end).otherwise(cond)
-    return cond
+    ends = " ".join(f"WHEN {p} THEN _id < {end}" for p, end in sorted(window.items()))
+    return F.expr(f"CASE _p {ends} ELSE false END" if ends else "false")
 
 
-def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple[Aggs, Aggs],
+def _apply_window(old: DataFrame, new: DataFrame, l0: tuple[Aggs, Aggs],
                   window: dict[int, int], out: Outcome) -> tuple[tuple[Aggs, Aggs], set[tuple[int, int]]]:
     """Keep the coarse buckets below each window end; rows past it are lag. Only buckets the
     end cuts through are aggregated again (restricted to the window): usually none. Returns the
@@ -173,7 +178,7 @@ def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple
                 cut.add((p, b))
     if cut:
         inside = _inside(window)
-        o, n = (_only(spark, df, "_b0", sorted(cut)).withColumn("_in", inside) for df in (old, new))
+        o, n = (_only(df, "_b0", sorted(cut)).withColumn("_in", inside) for df in (old, new))
         split = _aggregate(o, n, ["_p", "_b0", "_in"])
         for side, aggs in enumerate(split):
             for (p, b, within), agg in aggs.items():  # type: ignore[misc]
@@ -184,7 +189,7 @@ def _apply_window(spark: SparkSession, old: DataFrame, new: DataFrame, l0: tuple
     return kept, cut
 
 
-def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, columns: list[str],
+def reconcile(old: DataFrame, new: DataFrame, mode: Mode, columns: list[str],
               sample_size: int = 10, window_fn: WindowFn | None = None, narrow: NarrowFn | None = None) -> Outcome:
     """Compare two bucketed frames (see `buckets`); `columns` names `_c0…` for the samples.
 
@@ -204,7 +209,7 @@ def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, c
                         for aggs in l0)
         window = window_fn(highest[0], highest[1])
         out.window = window
-        l0, cut = _apply_window(spark, old, new, l0, window, out)
+        l0, cut = _apply_window(old, new, l0, window, out)
         if cut:
             fine = None  # a cut bucket's fine aggregates hold rows past the window: read again
         inside = _inside(window)
@@ -226,7 +231,7 @@ def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, c
                 "rows_compared": 0}
     if not differing:
         return out
-    old_r, new_r = _only(spark, old, "_b0", differing), _only(spark, new, "_b0", differing)
+    old_r, new_r = _only(old, "_b0", differing), _only(new, "_b0", differing)
     if fine is not None:
         chosen = set(differing)
         per = B0 // B1
@@ -242,7 +247,7 @@ def reconcile(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, c
             o, n = narrow(dict(ranges))
             old_r, new_r = old_r if o is None else o, new_r if n is None else n
             out.cost["row_pass"] = {side: "all" if f is None else "narrowed" for side, f in (("old", o), ("new", n))}
-        _rows(spark, _only(spark, old_r, "_b1", finer), _only(spark, new_r, "_b1", finer), mode, columns,
+        _rows(_only(old_r, "_b1", finer), _only(new_r, "_b1", finer), mode, columns,
               sample_size, out)
     return out
 
@@ -254,8 +259,9 @@ def _windowed(narrow: NarrowFn, inside: Any) -> NarrowFn:
     return within_window
 
 
-def _rows(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, columns: list[str], sample_size: int,
+def _rows(old: DataFrame, new: DataFrame, mode: Mode, columns: list[str], sample_size: int,
           out: Outcome) -> None:
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     canon = [f"_c{i}" for i in range(len(columns))]
@@ -268,42 +274,51 @@ def _rows(spark: SparkSession, old: DataFrame, new: DataFrame, mode: Mode, colum
     joined = both.groupBy("_p", "_id").agg(
         F.count(F.when(F.col("_s") == 0, 1)).alias("n_old"), F.count(F.when(F.col("_s") == 1, 1)).alias("n_new"),
         F.first(F.when(F.col("_s") == 0, row), ignorenulls=True).alias("r_old"),
-        F.first(F.when(F.col("_s") == 1, row), ignorenulls=True).alias("r_new")).persist()
+        F.first(F.when(F.col("_s") == 1, row), ignorenulls=True).alias("r_new"))
+    n_old, n_new = F.coalesce(F.col("n_old"), F.lit(0)), F.coalesce(F.col("n_new"), F.lit(0))
+    if mode == "content":  # identity is the content: a changed row is one missing and one extra
+        missing, extra = F.greatest(n_old - n_new, F.lit(0)), F.greatest(n_new - n_old, F.lit(0))
+        mismatched: Any = F.lit(0)
+        dup_old = dup_new = F.lit(0)
+    else:
+        missing = F.when(n_new == 0, n_old).otherwise(0)
+        extra = F.when(n_old == 0, n_new).otherwise(0)
+        mismatched = F.when((n_old > 0) & (n_new > 0) & (F.col("r_old._h") != F.col("r_new._h")), 1).otherwise(0)
+        dup_old, dup_new = F.greatest(n_old - 1, F.lit(0)), F.greatest(n_new - 1, F.lit(0))
+    staged = joined.select("_p", "_id", "r_old", "r_new", n_old.alias("n_o"), n_new.alias("n_n"),
+                           missing.alias("missing"), extra.alias("extra"), mismatched.alias("mismatched"),
+                           dup_old.alias("dup_old"), dup_new.alias("dup_new"))
+    kinds = {"missing": "missing > 0", "extra": "extra > 0", "mismatched": "mismatched > 0",
+             "duplicates": "dup_old > 0 OR dup_new > 0"}
+    differs = " OR ".join(kinds.values())
+    # One job: every differing row, when they are few (the common case), and the rows compared, observed on
+    # the way. Each partition's counts are then added up from the rows that differ (the others add zero).
+    seen = Observation()
+    every = staged.observe(seen, F.count(F.lit(1)).alias("rows")).where(differs).orderBy("_p", "_id") \
+        .limit(_FEW_ROWS + 1).collect()
+    out.cost["rows_compared"] += int(seen.get["rows"])
+    if len(every) <= _FEW_ROWS:  # each kind's sample is its first ones
+        for r in every:
+            pc = out.partitions[r["_p"]]
+            pc.missing += r["missing"]
+            pc.extra += r["extra"]
+            pc.mismatched += r["mismatched"]
+            pc.duplicates_old += r["dup_old"]
+            pc.duplicates_new += r["dup_new"]
+        for kind in kinds:
+            chosen = [r for r in every if _is(r, kind)][:sample_size]
+            out.samples[kind] += [_sample(r, kind, columns, canon) for r in chosen]
+        return
+    joined.persist()  # many rows differ: the queries below read it
     try:
-        n_old, n_new = F.coalesce(F.col("n_old"), F.lit(0)), F.coalesce(F.col("n_new"), F.lit(0))
-        if mode == "content":  # identity is the content: a changed row is one missing and one extra
-            missing, extra = F.greatest(n_old - n_new, F.lit(0)), F.greatest(n_new - n_old, F.lit(0))
-            mismatched: Any = F.lit(0)
-            dup_old = dup_new = F.lit(0)
-        else:
-            missing = F.when(n_new == 0, n_old).otherwise(0)
-            extra = F.when(n_old == 0, n_new).otherwise(0)
-            mismatched = F.when((n_old > 0) & (n_new > 0) & (F.col("r_old._h") != F.col("r_new._h")), 1).otherwise(0)
-            dup_old, dup_new = F.greatest(n_old - 1, F.lit(0)), F.greatest(n_new - 1, F.lit(0))
-        staged = joined.select("_p", "_id", "r_old", "r_new", n_old.alias("n_o"), n_new.alias("n_n"),
-                               missing.alias("missing"), extra.alias("extra"), mismatched.alias("mismatched"),
-                               dup_old.alias("dup_old"), dup_new.alias("dup_new"))
-        kinds = {"missing": "missing > 0", "extra": "extra > 0", "mismatched": "mismatched > 0",
-                 "duplicates": "dup_old > 0 OR dup_new > 0"}
-        differs = " OR ".join(kinds.values())
         sums = staged.groupBy("_p").agg(*[F.sum(c) for c in ("missing", "extra", "mismatched", "dup_old",
-                                                             "dup_new")], F.count("*"),
-                                        F.count(F.when(F.expr(differs), 1))).collect()
-        differing = 0
+                                                             "dup_new")]).collect()
         for r in sums:
             pc = out.partitions[r[0]]
             pc.missing, pc.extra, pc.mismatched, pc.duplicates_old, pc.duplicates_new = (int(x) for x in r[1:6])
-            out.cost["rows_compared"] += int(r[6])
-            differing += int(r[7])
-        if differing <= _FEW_ROWS:  # one job brings every differing row; each kind's sample is its first ones
-            every = staged.where(differs).orderBy("_p", "_id").collect()
-            for kind in kinds:
-                chosen = [r for r in every if _is(r, kind)][:sample_size]
-                out.samples[kind] += [_sample(r, kind, columns, canon) for r in chosen]
-        else:
-            for kind, cond in kinds.items():
-                for r in staged.where(cond).orderBy("_p", "_id").limit(sample_size).collect():
-                    out.samples[kind].append(_sample(r, kind, columns, canon))
+        for kind, cond in kinds.items():
+            for r in staged.where(cond).orderBy("_p", "_id").limit(sample_size).collect():
+                out.samples[kind].append(_sample(r, kind, columns, canon))
     finally:
         joined.unpersist()
 

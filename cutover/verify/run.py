@@ -184,19 +184,16 @@ def _compare(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options, ru
         def narrow(ranges: align.Ranges) -> tuple[DataFrame | None, DataFrame | None]:
             """Each side read again with only the rows of these old-offset ranges, before they are normalized
             (None for the old side when it was handed over: its rows carry either cluster's offsets)."""
-            from pyspark.sql import functions as F
-
             assert oc is not None
             o = None if old_pin.lines else buckets(normal(old_df.where(align.within(
-                F.col(oc.partition).cast("int"), F.col(oc.offset).cast("bigint"), align.merged(ranges))), "old"), mode)
+                oc.partition, oc.offset, align.merged(ranges))), "old"), mode)
             theirs = ranges if not maps else {
                 p: [r for lo, hi in rs for r in align.new_ranges(maps.get(p), lo, hi)] for p, rs in ranges.items()}
-            n = buckets(normal(new_df.where(align.within(
-                F.col("kafka_partition").cast("int"), F.col("kafka_offset").cast("bigint"), align.merged(theirs))),
-                "new"), mode)
+            n = buckets(normal(new_df.where(align.within("kafka_partition", "kafka_offset", align.merged(theirs))),
+                            "new"), mode)
             return o, n
 
-    outcome = reconcile(spark, buckets(old_n, mode), buckets(new_n, mode), mode, [c.name for c in compared],
+    outcome = reconcile(buckets(old_n, mode), buckets(new_n, mode), mode, [c.name for c in compared],
                         opts.sample_size, window_fn, narrow)
     window = outcome.window
     suites = [runner.run(quality.load_suite(plan, name), df, table, side) for name in pair.checks

@@ -270,7 +270,7 @@ def test_many_differences_are_sampled_as_few_are(spark: Any, monkeypatch: pytest
 
     def run(few: int) -> Any:
         monkeypatch.setattr(rc, "_FEW_ROWS", few)
-        return rc.reconcile(spark, rc.buckets(old, "offsets"), rc.buckets(new, "offsets"), "offsets", ["v"], 4)
+        return rc.reconcile(rc.buckets(old, "offsets"), rc.buckets(new, "offsets"), "offsets", ["v"], 4)
 
     one, each = run(10_000), run(0)
     assert one.samples == each.samples and one.partitions == each.partitions
@@ -282,3 +282,21 @@ def test_many_differences_are_sampled_as_few_are(spark: Any, monkeypatch: pytest
     assert [(s["partition"], s["id"]) for s in one.samples["extra"]] == [(0, 3000), (0, 3003), (0, 3006), (0, 3009)]
     assert one.samples["mismatched"][0]["columns"] == {"v": {"old": "v102", "new": "changed"}}
     assert [(s["id"], s["new_copies"]) for s in one.samples["duplicates"]] == [(201, 2), (204, 2), (207, 2), (202, 2)]
+
+
+def test_the_row_pass_filters_keep_exactly_the_chosen_offsets_and_buckets(spark: Any) -> None:
+    """`align.within` (the narrowed reread) and `reconcile._only` (the differing buckets) are SQL text: a column
+    name with a backtick stays one name, each range's ends are half-open, and nothing chosen keeps no row."""
+    from cutover.verify import align
+    from cutover.verify import reconcile as rc
+
+    df = spark.createDataFrame([(p, o) for p in range(3) for o in range(6)], "`part``x` string, off long")
+    kept = df.where(align.within("part`x", "off", {0: [(2, 4)], 2: [(0, 1), (5, 9)]})).collect()
+    assert sorted((int(r[0]), r[1]) for r in kept) == [(0, 2), (0, 3), (2, 0), (2, 5)]
+    assert df.where(align.within("part`x", "off", {})).count() == 0
+
+    frame = spark.createDataFrame([(p, i, i // 4) for p in range(2) for i in range(12)], "_p int, _id long, _b1 long")
+    chosen = rc._only(frame, "_b1", [(0, 1), (1, 0), (1, 2)]).collect()
+    assert sorted((r["_p"], r["_id"]) for r in chosen) == [(0, 4), (0, 5), (0, 6), (0, 7), (1, 0), (1, 1), (1, 2),
+                                                          (1, 3), (1, 8), (1, 9), (1, 10), (1, 11)]
+    assert rc._only(frame, "_b1", []).count() == 0
