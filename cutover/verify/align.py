@@ -13,6 +13,7 @@ the map. What lies beyond the window on one side is lag, not a difference.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from cutover.kafka import inspect
@@ -34,10 +35,13 @@ def mirror_maps(plan: Plan, topic: str, timeout: float = DEFAULT_TIMEOUT) -> dic
 
     The forward mirror's map read backwards (its copies on the new cluster), and the reverse
     mirror's map (records written on the new cluster, carried back): empty if the topic was
-    never mirrored.
+    never mirrored. The two directions' states are read side by side. Read them after the
+    tables are pinned: the maps must know every offset the pinned new table holds.
     """
-    forward = _maps(plan, "forward", topic, timeout)
-    reverse = _maps(plan, "reverse", topic, timeout) if plan.spec.switch.reverse_mirror else {}
+    directions: list[st.Direction] = ["forward", "reverse"] if plan.spec.switch.reverse_mirror else ["forward"]
+    with ThreadPoolExecutor(len(directions), thread_name_prefix="verify-maps") as pool:
+        forward, *rest = pool.map(lambda d: _maps(plan, d, topic, timeout), directions)
+    reverse = rest[0] if rest else {}
     return {p: combined(forward.get(p), reverse.get(p)) for p in set(forward) | set(reverse)}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -156,8 +157,13 @@ def _compare(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options, ru
     names = [c.name for c in compared]
     lag_note = None
     maps: dict[int, Any] = {}
-    if mode == "offsets":
-        maps = align.mirror_maps(plan, pair.topic, opts.timeout)
+    new_id: str | None = None
+    if mode == "offsets":  # the maps and (for the window) the new cluster's id, asked side by side
+        with ThreadPoolExecutor(1, thread_name_prefix="verify-cluster-id") as pool:
+            asked = pool.submit(inspect.cluster_id, ClusterRef.of(plan, "new"), opts.timeout) \
+                if old_pin.held.stamped else None
+            maps = align.mirror_maps(plan, pair.topic, opts.timeout)
+            new_id = asked.result() if asked is not None else None
         if not maps:
             lag_note = f"no mirror offset map for {pair.topic}: offsets compared as they are"
             log.warning("%s: %s", pair.new, lag_note)
@@ -176,8 +182,6 @@ def _compare(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options, ru
         old_n = align.qualify(spark, old_n, old_pin.lines, maps, new_n)
     window_fn = narrow = None
     if mode == "offsets":
-        new_id = inspect.cluster_id(ClusterRef.of(plan, "new"), opts.timeout) if old_pin.held.stamped else None
-
         def window_fn(old_hi: dict[int, int], new_hi: dict[int, int]) -> dict[int, int]:
             return _window(old_pin.held, new_pin.held, old_hi, new_hi, maps, new_id)
 
