@@ -137,11 +137,18 @@ def _differing(old: Aggs, new: Aggs) -> list[tuple[int, int]]:
     return sorted(k for k in set(old) | set(new) if old.get(k, ())[:4] != new.get(k, ())[:4])
 
 
+#: Up to this many (partition, bucket) keys `_only` keeps them with one SQL expression; past it, with a broadcast
+#: join (a job of its own, but no expression of hundreds of thousands of literals to parse and ship to each task).
+_KEYS_AS_TEXT = 10_000
+
+
 def _only(df: DataFrame, level: str, keys: list[tuple[int, int]]) -> DataFrame:
-    """The rows of these (partition, bucket) keys: one SQL expression, built in one call (a broadcast join of
-    the keys cost a job of its own and a round trip per key's row)."""
+    """The rows of these (partition, bucket) keys."""
     from pyspark.sql import functions as F
 
+    if len(keys) > _KEYS_AS_TEXT:
+        chosen_keys = df.sparkSession.createDataFrame(keys, f"_p int, {level} bigint")
+        return df.join(F.broadcast(chosen_keys), ["_p", level])
     chosen: dict[int, list[int]] = defaultdict(list)
     for p, b in keys:
         chosen[p].append(b)

@@ -284,9 +284,11 @@ def test_many_differences_are_sampled_as_few_are(spark: Any, monkeypatch: pytest
     assert [(s["id"], s["new_copies"]) for s in one.samples["duplicates"]] == [(201, 2), (204, 2), (207, 2), (202, 2)]
 
 
-def test_the_row_pass_filters_keep_exactly_the_chosen_offsets_and_buckets(spark: Any) -> None:
-    """`align.within` (the narrowed reread) and `reconcile._only` (the differing buckets) are SQL text: a column
-    name with a backtick stays one name, each range's ends are half-open, and nothing chosen keeps no row."""
+def test_the_row_pass_filters_keep_exactly_the_chosen_offsets_and_buckets(spark: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`align.within` (the narrowed reread) and `reconcile._only` (the differing buckets) are SQL text (`_only`
+    a broadcast join past `_KEYS_AS_TEXT` keys, with the same rows): a column name with a backtick stays one
+    name, each range's ends are half-open, and nothing chosen keeps no row."""
     from cutover.verify import align
     from cutover.verify import reconcile as rc
 
@@ -296,7 +298,9 @@ def test_the_row_pass_filters_keep_exactly_the_chosen_offsets_and_buckets(spark:
     assert df.where(align.within("part`x", "off", {})).count() == 0
 
     frame = spark.createDataFrame([(p, i, i // 4) for p in range(2) for i in range(12)], "_p int, _id long, _b1 long")
-    chosen = rc._only(frame, "_b1", [(0, 1), (1, 0), (1, 2)]).collect()
-    assert sorted((r["_p"], r["_id"]) for r in chosen) == [(0, 4), (0, 5), (0, 6), (0, 7), (1, 0), (1, 1), (1, 2),
-                                                          (1, 3), (1, 8), (1, 9), (1, 10), (1, 11)]
+    for as_text in (10_000, 1):  # an SQL expression, then (past that many keys) a broadcast join
+        monkeypatch.setattr(rc, "_KEYS_AS_TEXT", as_text)
+        chosen = rc._only(frame, "_b1", [(0, 1), (1, 0), (1, 2)]).collect()
+        assert sorted((r["_p"], r["_id"]) for r in chosen) == [
+            (0, 4), (0, 5), (0, 6), (0, 7), (1, 0), (1, 1), (1, 2), (1, 3), (1, 8), (1, 9), (1, 10), (1, 11)]
     assert rc._only(frame, "_b1", []).count() == 0
