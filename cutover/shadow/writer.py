@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cutover.errors import CutoverError, ExitCode, Refused, UnreachableError
-from cutover.lake import stamps, tables
+from cutover.lake import sqltext, stamps, tables
 from cutover.output import progress
 from cutover.plan import Plan, TablePair
 from cutover.shadow import ddl
@@ -462,16 +462,10 @@ def retrying(attempt: Callable[[], T], doing: str, timeout: float, failed: Calla
 
 
 def _at_or_after(done: Mapping[int, int], partition: str = "partition", offset: str = "offset") -> Any:
-    """Rows at or past each partition's position (all rows of partitions without one).
-
-    One SQL expression, parsed once on the JVM: built from Column calls, it took a dozen Py4J round trips a
-    partition, every batch."""
-    from pyspark.sql import functions as F
-
-    if not done:
-        return F.lit(True)
-    cases = " ".join(f"WHEN {int(p)} THEN `{offset}` >= {int(o)}" for p, o in sorted(done.items()))
-    return F.expr(f"CASE `{partition}` {cases} ELSE true END")
+    """Rows at or past each partition's position (all rows of partitions without one), as SQL text: built
+    from Column calls, it took a dozen Py4J round trips a partition, every batch."""
+    return sqltext.per_partition(sqltext.quoted(partition),
+                                 {p: f"{sqltext.quoted(offset)} >= {int(o)}" for p, o in done.items()}, "true")
 
 
 def _first_line(exc: BaseException) -> str:

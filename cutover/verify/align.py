@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cutover.kafka import inspect
 from cutover.kafka.clients import DEFAULT_TIMEOUT
-from cutover.lake import eras
+from cutover.lake import eras, sqltext
 from cutover.lake.eras import Span
 from cutover.mirror import state as st
 from cutover.mirror.offsetmap import PartitionMap, Segment
@@ -131,13 +131,10 @@ def merged(ranges: Ranges, gap: int = 1024, most: int = 512) -> Ranges:
 
 
 def within(partition: str, offset: str, ranges: Ranges) -> Column:
-    """A filter: (partition, offset) of these columns falls in one of the ranges. One SQL expression, so that
-    Spark builds it in one call however many ranges there are."""
-    from pyspark.sql import functions as F
-
-    p, o = (f"CAST(`{c.replace('`', '``')}` AS {t})" for c, t in ((partition, "INT"), (offset, "BIGINT")))
-    terms = [f"({p} = {q} AND {o} >= {lo} AND {o} < {hi})" for q, rs in sorted(ranges.items()) for lo, hi in rs]
-    return F.expr(" OR ".join(terms) or "false")
+    """A filter: (partition, offset) of these columns falls in one of the ranges (SQL text: one call)."""
+    p, o = (f"CAST({sqltext.quoted(c)} AS {t})" for c, t in ((partition, "INT"), (offset, "BIGINT")))
+    return sqltext.any_of(f"({p} = {q} AND {o} >= {lo} AND {o} < {hi})"
+                          for q, rs in sorted(ranges.items()) for lo, hi in rs)
 
 
 def translate_column(spark: SparkSession, maps: dict[int, PartitionMap], partition: Column,

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cutover.lake import sqltext
 from cutover.verify.canon import NULL, plain, same
 from cutover.verify.results import Mode
 
@@ -152,16 +153,13 @@ def _only(df: DataFrame, level: str, keys: list[tuple[int, int]]) -> DataFrame:
     chosen: dict[int, list[int]] = defaultdict(list)
     for p, b in keys:
         chosen[p].append(b)
-    terms = [f"(_p = {p} AND `{level}` IN ({', '.join(map(str, bs))}))" for p, bs in sorted(chosen.items())]
-    return df.where(F.expr(" OR ".join(terms) or "false"))
+    return df.where(sqltext.any_of(f"(_p = {p} AND {level} IN ({', '.join(map(str, bs))}))"
+                                   for p, bs in sorted(chosen.items())))
 
 
 def _inside(window: dict[int, int]) -> Any:
-    """Whether a row's identity is below its partition's window end: one SQL expression."""
-    from pyspark.sql import functions as F
-
-    ends = " ".join(f"WHEN {p} THEN _id < {end}" for p, end in sorted(window.items()))
-    return F.expr(f"CASE _p {ends} ELSE false END" if ends else "false")
+    """Whether a row's identity is below its partition's window end (SQL text: one call)."""
+    return sqltext.per_partition("_p", {p: f"_id < {end}" for p, end in window.items()}, "false")
 
 
 def _apply_window(old: DataFrame, new: DataFrame, l0: tuple[Aggs, Aggs],
