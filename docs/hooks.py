@@ -3,7 +3,10 @@
 `<!-- generated: plan-keys -->` becomes the table of every plan key (cutover.plan.reference),
 `<!-- generated: exit-codes -->` the table of cutover's exit codes (cutover.errors.ExitCode),
 `<!-- generated: runbook-steps -->` every runbook step and its arguments (cutover.drill.reference),
-`<!-- generated: metrics -->` every metric the mirror serves (cutover.mirror.metrics).
+`<!-- generated: metrics -->` every metric the mirror serves (cutover.mirror.metrics),
+`<!-- generated: commands -->` every command with its options and help (cutover.cli.reference),
+`<!-- generated: preconditions -->` every precondition of promote, rollback, complete and cancel
+(cutover.switch.reference).
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
         from cutover.shadow.metrics import ShadowMetrics
 
         markdown = markdown.replace("<!-- generated: shadow-metrics -->", metrics.reference(ShadowMetrics(None)))
+    if "<!-- generated: commands -->" in markdown:
+        from cutover.cli import reference as commands
+
+        markdown = markdown.replace("<!-- generated: commands -->", commands.markdown())
+    if "<!-- generated: preconditions -->" in markdown:
+        from cutover.switch import reference as preconditions
+
+        markdown = markdown.replace("<!-- generated: preconditions -->", preconditions.markdown())
     if "<!-- generated: exit-codes -->" in markdown:
         markdown = markdown.replace("<!-- generated: exit-codes -->", _exit_codes())
     return markdown

@@ -271,3 +271,8 @@ def step_table(runs: list[journal.RunRecord]) -> list[StepRow]:
                 latest[s.name] = s
     return [StepRow(n, latest[n].outcome or "interrupted", latest[n].seconds, iso_millis_z(latest[n].started),
                     latest[n].error, latest[n].detail) for n in order]
+
+
+def preconditions(plan: Plan, action: Action, history: History) -> list[checks.Check]:
+    """The checks `action` evaluates for `plan` at this point of `history`, unevaluated (the docs' list)."""
+    return _checks(plan, action, history, Options(dry_run=True), locked=False)

@@ -98,3 +98,47 @@ def test_the_runbook_in_the_how_to_is_a_valid_runbook(tmp_path: Path) -> None:
     (tmp_path / "staging-switch.yaml").write_text(block.group(1))
     rb = model.load(tmp_path / "staging-switch.yaml", {})
     assert [s.name for s in rb.steps][-1] == "switch again" and any(s.kind == "manual" for s in rb.steps)
+
+
+def test_the_commands_page_has_a_row_for_every_command(site: Path) -> None:
+    from cutover.cli import reference as commands
+
+    text = _text(site / "reference" / "commands" / "index.html")
+    runnable = [c for c in _commands(cli, "cutover") if not isinstance(_command(c), click.Group)
+                or _command(c).invoke_without_command]  # type: ignore[union-attr]
+    rows = [r.path for r in commands.rows()]
+    assert sorted(rows) == sorted(runnable)
+    # Rows the hand-written page once lacked, each with its options.
+    for row in ("cutover assess --plan FILE", "cutover registry sync --plan FILE", "cutover registry audit --plan FILE",
+                "cutover rights plan --plan FILE", "cutover rights apply --plan FILE",
+                "cutover rights audit --plan FILE", "cutover exporter --plan FILE [--port N]", "cutover plan schema",
+                "cutover local fetch [--output text|json]"):
+        assert row in text, row
+    assert [r for r in rows if f"{r} " not in text and not text.count(r)] == []
+
+
+def _command(path: str) -> click.Command:
+    command: click.Command = cli
+    for name in path.split()[1:]:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    return command
+
+
+def test_the_switch_guide_lists_every_precondition_the_checks_define(site: Path) -> None:
+    import ast
+
+    from cutover.switch import checks
+    from cutover.switch import reference as preconditions
+
+    source = ast.parse(Path(checks.__file__).read_text())
+    defined = {node.args[0].value if isinstance(node.args[0], ast.Constant) else node.args[0].values[0].value
+               for node in ast.walk(source)
+               if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Check"}
+    defined = {str(d).removesuffix("-on-") for d in defined}
+    listed = {p.name for p in preconditions.catalogue(preconditions.sample_plan())}
+    assert {d for d in defined if not any(n.startswith(d) for n in listed)} == set()
+    assert {"rights-match", "routing-file", "registry-ids-match", "groups-idle-on-old"} <= listed
+    text = _text(site / "guide" / "switch" / "index.html")
+    assert [n for n in listed if n not in text] == []
+    assert "promote (with tables)" in text and "rollback (after clients switched, with registry)" in text
