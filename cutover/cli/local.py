@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from cutover.cli.options import catalog_option, output_option
+from cutover.errors import UsageError
 from cutover.jvm import KAFKA_VERSIONS
 from cutover.local.broker import SECURITY
 from cutover.output import Format, emit
@@ -196,7 +197,11 @@ def status_cmd(folder: Path | None, fmt: Format) -> None:
 @click.option("--purge", is_flag=True, help="Also delete the sandbox folder: data, logs, catalog and plan.")
 def down_cmd(folder: Path | None, fmt: Format, purge: bool) -> None:
     """Stop both clusters (data kept unless --purge). Touches nothing the sandbox did not start."""
-    emit(_sandbox(folder).down(purge), fmt,
+    sandbox = _sandbox(folder)
+    if not sandbox.dir.exists():  # a mistyped --dir: "nothing was running" would hide the sandbox that runs
+        raise UsageError(f"no sandbox in {sandbox.dir}: the folder does not exist",
+                         fix="check --dir (or CUTOVER_SANDBOX); cutover local status --dir DIR shows a sandbox")
+    emit(sandbox.down(purge), fmt,
          lambda r: f"stopped: {', '.join(r['stopped']) or 'nothing was running'}"
          + (f"; removed {r['dir']}" if r["purged"] else ""))
 

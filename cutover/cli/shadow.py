@@ -24,7 +24,11 @@ def parse_start_offsets(text: str | None) -> dict[str, dict[int, int]] | None:
     """--start-offsets: JSON {"topic": {"partition": offset}}, inline or as a file path."""
     if not text:
         return None
-    raw = Path(text).read_text() if not text.lstrip().startswith("{") and Path(text).is_file() else text
+    if not text.lstrip().startswith("{") and not Path(text).is_file():
+        raise UsageError(f"--start-offsets {text}: no such file, and not inline JSON",
+                         fix="give the file's path, or the offsets inline: "
+                             "--start-offsets '{\"orders\": {\"0\": 1200}}'")
+    raw = Path(text).read_text() if not text.lstrip().startswith("{") else text
     try:
         data = json.loads(raw)
         return {str(t): {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
@@ -38,10 +42,8 @@ def parse_start_offsets(text: str | None) -> dict[str, dict[int, int]] | None:
 @click.option("--plan", "plan_file", envvar="CUTOVER_PLAN", metavar="FILE", type=click.Path(dir_okay=False),
               help="The migration plan (YAML). Env: CUTOVER_PLAN.  [required]")
 @_table
-@click.option("--until-caught-up", "mode", flag_value="until-caught-up", default=True,
-              help="Write what the topic holds now, then exit (default).")
-@click.option("--follow", "mode", flag_value="follow",
-              help="Keep writing every spark.trigger_interval until SIGINT/SIGTERM.")
+@click.option("--until-caught-up", is_flag=True, help="Write what the topic holds now, then exit (default).")
+@click.option("--follow", is_flag=True, help="Keep writing every spark.trigger_interval until SIGINT/SIGTERM.")
 @_cluster
 @click.option("--start", type=click.Choice(["table", "earliest"]), default="table", show_default=True,
               help="Where to start: the offsets stamped in the table, or the earliest offsets.")
@@ -56,7 +58,8 @@ def parse_start_offsets(text: str | None) -> dict[str, dict[int, int]] | None:
 @output_option
 @timeout_option(whole=False)
 @click.pass_context
-def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, mode: str, cluster: str, start: str,
+def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, until_caught_up: bool, follow: bool,
+                 cluster: str, start: str,
                  start_offsets: str | None, on_bad_record: str | None, canonical: bool, metrics_port: int | None,
                  fmt: Format, timeout: float) -> int:
     """Write each table pair's new Iceberg table from the cluster's topics with Spark, exactly once.
@@ -68,6 +71,9 @@ def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, m
         return 0
     if not plan_file:
         raise UsageError("cutover shadow needs --plan FILE (or CUTOVER_PLAN)", fix="cutover shadow --plan plan.yaml")
+    if follow and until_caught_up:
+        raise UsageError("--follow and --until-caught-up contradict each other", fix="give one of them")
+    mode = "follow" if follow else "until-caught-up"
     from cutover.plan import load_plan
     from cutover.shadow import job
 

@@ -78,7 +78,12 @@ def read_text(file: Path, kind: str = "plan file", missing_fix: str = "check the
 def read_document(file: Path, kind: str = "plan file", missing_fix: str = "check the --plan path") -> Document:
     """Parse YAML keeping line numbers. Syntax errors name line and column."""
     text = read_text(file, kind, missing_fix)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character (a NUL byte: a binary file), before any syntax
+        raise PlanError([f"{file}: not a YAML text: character {exc.character:#04x} at offset {exc.position} "
+                         f"(fix: give the {kind} itself, saved as UTF-8 text; a binary or compressed file cannot "
+                         "be read)"]) from None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:

@@ -104,7 +104,13 @@ def busy_port() -> Iterator[int]:
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_input_is_named_with_its_fix(case: str, tmp_path: Path, busy_port: int,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    files, argv, code, words = CASES[case]
+    check_case(CASES[case], tmp_path, busy_port, capsys)
+
+
+def check_case(row: tuple[dict[str, bytes], list[str], ExitCode, list[str]], tmp_path: Path, busy_port: int,
+               capsys: pytest.CaptureFixture[str]) -> None:
+    """Run one row: its exit code, its words on stderr, nothing on stdout, no bug, no traceback, nothing written."""
+    files, argv, code, words = row
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
     before = sorted(p.name for p in tmp_path.iterdir())
