@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from cutover.common import iso_z
-from cutover.errors import CutoverError, UsageError
+from cutover.errors import CutoverError, Refused, UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
 from cutover.plan import Plan
@@ -48,6 +48,7 @@ def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
             if not commits:
                 return entry, []
             batch = ck.committed(commits[-1])
+        _refuse_without_kafka(r, ck, folder)
     except CutoverError as exc:  # the checkpoint as it is, or its storage out of reach
         return entry, [(r.name, f"reader {r.name}: {exc.message}", exc.fix or "")]
     entry["last_committed_batch"] = batch.batch
@@ -76,6 +77,22 @@ def _base(ck: sc.Checkpoint, translate: sc.Translate, stateful_ok: bool = False,
     return base, sc.moved(base, translate), False
 
 
+def _refuse_without_kafka(r: Reader, ck: sc.Checkpoint, folder: object) -> None:
+    """A last committed batch with no line in the Kafka source's form has nothing to translate: a query that reads
+    no Kafka topic, or offsets not as Spark writes them (a partition's offset that is not a whole number). Moving
+    it would write a batch that resumes nowhere in particular, and the canary would check no partition."""
+    commits = ck.commits()
+    if not commits:
+        return  # last_committed names what is missing
+    last = ck.committed(commits[-1])
+    if not last.kafka():
+        lines = "; ".join(line[:120] for line in last.sources) or "none"
+        raise Refused(f"reader {r.name}: batch {last.batch} of {folder} holds no Kafka source position (its source "
+                      f"lines: {lines}), so there is nothing to translate",
+                      fix="point the reader at the checkpoint of a query that reads the selected topics with Spark's "
+                          'Kafka source (its offsets lines are {"topic":{"partition":offset}}, whole numbers)')
+
+
 def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
          timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Translate a Spark checkpoint's positions; write batch N+1 when `mode` is execute."""
@@ -95,6 +112,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
         # positions that are already there. Nothing to do (a re-run after a crash, or twice).
         return {**head, "last_committed_batch": commits[-1] if commits else None, "next_batch": done["batch"],
                 "positions": done["positions"], "already_moved": True}
+    _refuse_without_kafka(r, ck, folder)
     mapped = Mapped(plan, direction, timeout)
     base, batch, resuming = _base(ck, mapped, stateful_ok=mode == "starting-offsets")
     mapped.refuse_unmapped(r, f"batch {base.batch} of {folder}")

@@ -112,8 +112,9 @@ def check_case(row: tuple[dict[str, bytes], list[str], ExitCode, list[str]], tmp
     """Run one row: its exit code, its words on stderr, nothing on stdout, no bug, no traceback, nothing written."""
     files, argv, code, words = row
     for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_bytes(data)
-    before = sorted(p.name for p in tmp_path.iterdir())
+    before = sorted(p.name for p in tmp_path.rglob("*"))
     fill = {"tmp": str(tmp_path), "port": str(busy_port)}
     with pytest.raises(SystemExit) as done:
         main([a.format(**fill) for a in argv])
@@ -122,7 +123,7 @@ def check_case(row: tuple[dict[str, bytes], list[str], ExitCode, list[str]], tmp
     for word in words:
         assert word.format(**fill) in err, err
     assert "a bug in cutover" not in err and "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written
 
 
 def test_a_plan_path_from_cutover_plan_that_is_not_there_is_named_as_the_variables(

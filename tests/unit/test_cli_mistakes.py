@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cutover.cli import main
 from cutover.errors import ExitCode
 from tests.unit.test_cli_bad_input import PLAN, busy_port, check_case
 
@@ -32,6 +33,13 @@ CASES = {
                                                            "fix: give one of them"]),
     "local-down-of-a-mistyped-dir": ({}, ["local", "down", "--dir", "{tmp}/no-such-dir"], ExitCode.USAGE,
                                      ["no sandbox in {tmp}/no-such-dir", "fix:"]),
+    "spark-reader-whose-offsets-are-not-kafka-positions": (
+        {"p.yaml": (PLAN + "topics: {include: [orders]}\nreaders:\n  - {name: q, kind: spark-checkpoint, "
+                    "checkpoint: cp}\n").encode(),
+         "cp/offsets/0": b'v1\n{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}\n{"orders":{"0":"x"}}\n',
+         "cp/commits/0": b'v1\n{"nextBatchWatermarkMs":0}\n'},
+        ["readers", "translate", "--plan", "{tmp}/p.yaml", "--reader", "q", "--dry-run"], ExitCode.REFUSED,
+        ["reader q: batch 0 of {tmp}/cp holds no Kafka source position", '{{"orders":{{"0":"x"}}}}', "fix:"]),
 }
 
 
@@ -39,3 +47,17 @@ CASES = {
 def test_more_mistakes_are_named_with_their_fix(case: str, tmp_path: Path, busy_port: int,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     check_case(CASES[case], tmp_path, busy_port, capsys)
+
+
+def test_plan_check_names_a_spark_reader_without_kafka_positions_as_a_finding(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files, _argv, _code, _words = CASES["spark-reader-whose-offsets-are-not-kafka-positions"]
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    with pytest.raises(SystemExit) as done:
+        main(["plan", "check", "--plan", str(tmp_path / "p.yaml"), "--offline"])
+    out, err = capsys.readouterr()
+    assert done.value.code == ExitCode.REFUSED, err
+    assert f"reader q: batch 0 of {tmp_path / 'cp'} holds no Kafka source position" in out
+
