@@ -35,7 +35,9 @@ def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool], log: Pa
                                f"{tail(log)}", fix="fix what the log says, then run the same command again")
         if time.monotonic() > deadline:
             proc.kill()
-            raise CutoverError(f"{what} was not ready after {timeout:.0f}s; its log {log} ends:\n{tail(log)}")
+            raise CutoverError(f"{what} was not ready after {timeout:.0f}s; its log {log} ends:\n{tail(log)}",
+                               fix="read the log for what it waits on; on a loaded machine, run the same command "
+                                   "again")
         time.sleep(every)
 
 

@@ -67,7 +67,10 @@ def run_cmd(runbook: str, plan_file: str, auto: bool, keep_going: bool, report_d
     if not result["passed"]:
         bad = result["failed_step"]
         raise runner.DrillFailed(f"drill {rb.name} failed" + (f" at step {bad['number']} ({bad['name']}): "
-                                                              f"{bad['error']}" if bad else ""))
+                                                              f"{bad['error']}" if bad else ""),
+                                 fix="the report says what each step saw" + (
+                                     f" ({result['report']})" if result.get("report") else "")
+                                 + "; fix what failed, then run the drill again")
     return 0
 
 
@@ -76,7 +79,8 @@ def _confirm(question: str) -> bool:
     try:
         return bool(click.confirm(question, err=True, default=True))
     except click.Abort:
-        raise CutoverError("aborted") from None
+        raise CutoverError("aborted at a manual step", fix="run the drill again and answer the step, or give "
+                           "--auto to take every manual step's default") from None
 
 
 def _render(r: dict[str, Any]) -> str:
@@ -128,5 +132,7 @@ def demo_cmd(sandbox_dir: str | None, rate: int, records: int, old_pipeline: str
                        cast(demo.OldPipeline, old_pipeline), value_format)
     emit(summary, fmt, demo.render)
     if not summary["passed"]:
-        raise runner.DrillFailed(f"the demo failed; the report says where: {summary['report']}")
+        raise runner.DrillFailed(f"the demo failed; the report says where: {summary['report']}",
+                                 fix="read the failed step in the report; cutover local status shows the sandbox, "
+                                     "cutover local down --purge starts the next demo afresh")
     return 0

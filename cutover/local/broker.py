@@ -304,7 +304,8 @@ def wait_ready(spec: Process, proc: subprocess.Popen[bytes], offset: int, ready:
             if "Address already in use" in lines or "BindException" in lines:
                 raise PortInUse(f"the {spec.title}'s port is taken")
             raise SandboxError(f"the {spec.title} exited during start (code {proc.returncode}); "
-                               f"last lines of {spec.log_file}:\n{lines[-1500:]}")
+                               f"last lines of {spec.log_file}:\n{lines[-1500:]}",
+                               fix="fix what the log says, then run cutover local up again")
         if accepts(spec.port) and ready(tail(spec.log_file, offset)):
             return proc.pid
         time.sleep(0.2)

@@ -46,7 +46,7 @@ def test_the_systemd_units_run_cutover_commands_that_parse() -> None:
     assert mirror["Service"]["SuccessExitStatus"] == closed and mirror["Service"]["RestartPreventExitStatus"] == closed
     shadow = _unit("cutover-shadow.service")
     sctx = _parses(shlex.split(shadow["Service"]["ExecStart"])[1:])
-    assert sctx.params["mode"] == "follow" and shadow["Service"]["KillSignal"] == "SIGTERM"
+    assert sctx.params["follow"] is True and shadow["Service"]["KillSignal"] == "SIGTERM"
     assert sctx.params["metrics_port"] == 9410
     # a table handed to the other cluster's writer ends the shadow: done, and not restarted
     assert shadow["Service"]["SuccessExitStatus"] == closed and shadow["Service"]["RestartPreventExitStatus"] == closed
