@@ -21,7 +21,7 @@ from cutover.drill.faults import ByHand
 from cutover.drill.model import Runbook, Step
 from cutover.drill.ops import OPS, ExpectationFailed
 from cutover.drill.view import Sampler
-from cutover.errors import CutoverError, ExitCode
+from cutover.errors import CutoverError, ExitCode, UsageError
 from cutover.interrupt import cleaning
 from cutover.output import progress
 from cutover.plan import Plan
@@ -55,6 +55,10 @@ def sandbox_for(plan: Plan, folder: Path | None) -> Sandbox | None:
 
     box = Sandbox(folder)
     if not box.exists():
+        if folder is not None:  # named by --dir: a mistyped folder would turn every sandbox fault into a manual step
+            raise UsageError(f"--dir {folder}: no sandbox there",
+                             fix="give the sandbox's folder (cutover local status --dir DIR shows one), or leave "
+                                 "--dir out to drill clusters that are not a local sandbox")
         return None
     try:
         st = box.status()
@@ -62,6 +66,10 @@ def sandbox_for(plan: Plan, folder: Path | None) -> Sandbox | None:
         return None
     ours = {side: str(st[side].get("bootstrap", "")) for side in ("old", "new")}
     theirs = {side: plan.cluster(side).get("bootstrap.servers", "") for side in ("old", "new")}
+    if ours != theirs and folder is not None:
+        raise UsageError(f"--dir {folder}: that sandbox's clusters ({ours['old']}, {ours['new']}) are not the plan's "
+                         f"({theirs['old']}, {theirs['new']})",
+                         fix=f"give its plan ({box.plan_file}), or leave --dir out to drill the plan's clusters")
     return box if ours == theirs else None
 
 
@@ -72,9 +80,9 @@ def says(step: Step) -> str:
 
 
 def run(runbook: Runbook, plan: Plan, opts: Options) -> dict[str, Any]:
+    box = sandbox_for(plan, opts.sandbox_dir)  # before anything is written: a wrong --dir is refused
     folder = opts.report_dir or Path.cwd() / "drill-reports" / f"{runbook.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     folder.mkdir(parents=True, exist_ok=True)
-    box = sandbox_for(plan, opts.sandbox_dir)
     drill = Drill(plan, folder.absolute(), box, opts.auto, opts.confirm, faults=box if box is not None else ByHand(),
                   timeout=opts.timeout, kills_switch=any(s.op == "switch.kill" for s in runbook.steps))
     drill.shadow_metrics = _shadow_metrics(plan)  # a port in use is named before any step runs

@@ -40,6 +40,10 @@ CASES = {
          "cp/commits/0": b'v1\n{"nextBatchWatermarkMs":0}\n'},
         ["readers", "translate", "--plan", "{tmp}/p.yaml", "--reader", "q", "--dry-run"], ExitCode.REFUSED,
         ["reader q: batch 0 of {tmp}/cp holds no Kafka source position", '{{"orders":{{"0":"x"}}}}', "fix:"]),
+    "drill-with-a-mistyped-sandbox-dir": ({"p.yaml": PLAN.encode()}, ["drill", "run", "full-migration", "--plan",
+                                                                     "{tmp}/p.yaml", "--dir", "{tmp}/no-such-dir",
+                                                                     "--auto", "--report", "{tmp}/report"],
+                                          ExitCode.USAGE, ["--dir {tmp}/no-such-dir: no sandbox there", "fix:"]),
 }
 
 
