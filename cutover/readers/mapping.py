@@ -41,14 +41,18 @@ class Mapped:
                           fix="let the mirror copy those partitions (cutover mirror --until-caught-up), or add their "
                               "topics to the plan's selection; nothing was written")
 
-    def canary(self, rows: list[dict[str, Any]]) -> list[str]:
-        """The rows (next positions to read) whose next record differs between the clusters."""
+    def canary(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One verdict per partition of the rows (next positions to read), in topic and partition order."""
         unique = {(row["topic"], row["partition"]): row for row in rows}
-        return canary.differences(self.route.source, self.route.target, list(unique.values()), self.timeout)
+        return canary.checked(self.route.source, self.route.target, [unique[tp] for tp in sorted(unique)],
+                              self.timeout)
 
-    def refuse_canary(self, r: Reader, differences: list[str]) -> None:
+    def refuse_canary(self, r: Reader, checked: list[dict[str, Any]]) -> None:
+        differences = [canary.describe(e, self.route.source.describe(), self.route.target.describe())
+                       for e in canary.differing(checked)]
         if differences:
             raise Refused(f"reader {r.name}: the translated positions point at other records on "
-                          f"{self.route.target.describe()}: " + "; ".join(differences[:3]),
+                          f"{self.route.target.describe()} on {len(differences)} of {len(checked)} partition(s): "
+                          + "; ".join(differences),
                           fix="the clusters and the mirror's map disagree (a topic recreated, or written outside the "
                               "mirror on the target?): check `cutover mirror status`; nothing was written")

@@ -1,0 +1,69 @@
+"""The canary of `cutover readers translate`, as JSON: one entry per partition it checked, with both
+positions and its verdict. The reader is a Spark checkpoint written by hand in Spark's own format (the
+real query runs in test_readers_spark.py, in the slow lane); the topic, the mirror and the canary's
+reads are the sandbox's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cutover.local.sandbox import Sandbox
+from cutover.plan import Plan, derive
+from tests.conftest import cutover
+from tests.integration.kafka_util import create_topic, produce
+from tests.integration.stream_query_util import value_at
+
+META = '{"batchWatermarkMs":0,"batchTimestampMs":1764000000000,"conf":{"spark.sql.shuffle.partitions":"4"}}'
+
+
+def _checkpoint(folder: Path, positions: dict[str, dict[int, int]]) -> None:
+    """A stopped query's checkpoint: batch 0 planned at `positions` and committed."""
+    (folder / "offsets").mkdir(parents=True)
+    (folder / "commits").mkdir()
+    line = "{" + ",".join(f'"{t}":{{' + ",".join(f'"{p}":{o}' for p, o in sorted(parts.items())) + "}"
+                          for t, parts in positions.items()) + "}"
+    (folder / "offsets" / "0").write_text("\n".join(["v1", META, line]))
+    (folder / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}')
+
+
+def _records(props: dict[str, str], topic: str, phase: str, counts: dict[int, int]) -> None:
+    produce(props, topic, [{"key": f"{p}-{i}".encode(), "value": f"{phase}|{p}|{i}".encode(), "partition": p}
+                           for p, n in counts.items() for i in range(n)])
+
+
+def test_the_canary_in_json_has_one_entry_per_partition_with_both_offsets_and_its_verdict(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    old, new = plan.cluster("old"), plan.cluster("new")
+    topic = f"{ns}.orders"
+    create_topic(old, topic, 3)
+    plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
+                       topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+                       switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
+                       readers=[{"name": "orders-query", "kind": "spark-checkpoint",
+                                 "checkpoint": str(tmp_path / "checkpoint")}]).file
+    _records(old, topic, "1", {0: 4, 1: 6, 2: 2})
+    assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0
+    _records(old, topic, "2", {0: 5, 1: 3, 2: 0})  # the second run's transaction marker shifts these on new
+    assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0
+    # partition 0 in the second phase, 1 at its start, 2 at its end (the end agrees with the end)
+    _checkpoint(tmp_path / "checkpoint", {topic: {0: 6, 1: 0, 2: 2}})
+
+    run = cutover("readers", "translate", "--plan", str(plan_file), "--reader", "orders-query", "--dry-run",
+                  "-o", "json")
+    assert run.code == 0, run.err
+    moved = run.json()
+    targets = {(p["topic"], p["partition"]): p["target_offset"] for p in moved["positions"]}
+    assert targets[(topic, 0)] != 6  # the map is not the identity there: the canary's offsets are the map's
+    checked = moved["canary"]
+    assert [(c["topic"], c["partition"]) for c in checked] == [(topic, 0), (topic, 1), (topic, 2)]
+    for c in checked:
+        assert c["source_offset"] == {0: 6, 1: 0, 2: 2}[c["partition"]]
+        assert c["target_offset"] == targets[(topic, c["partition"])]
+        assert c["same"] is True
+    first = checked[0]["source_record"]
+    assert checked[0]["target_record"] == first == {"key_bytes": 3, "value_bytes": 5, "headers": 0,
+                                                    "timestamp": first["timestamp"]}
+    assert value_at(old, topic, 0, 6) == value_at(new, topic, 0, checked[0]["target_offset"]) == "2|0|2"
+    assert checked[2]["source_record"] is None and checked[2]["target_record"] is None  # both at the end
+    text = cutover("readers", "translate", "--plan", str(plan_file), "--reader", "orders-query", "--dry-run")
+    assert "canary: the next record of each of the 3 partition(s) is the same on both clusters" in text.out, text.out
