@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cutover.common import exact
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.offsets import group_members
@@ -80,11 +81,11 @@ def verified(plan: Plan, run_now: Callable[[], None] | None = None) -> Check:
                 problems.append(f"the last verify of {pair.new} ({last.at}): {behind}")
             elif age > limit:
                 problems.append(f"the last verify of {pair.new} is {age / 60:.0f} min old; gates.verify_max_age "
-                                f"is {limit / 60:.0f} min")
+                                f"is {exact(limit / 60)} min")
         if problems:
             return "; ".join(problems) + " (run cutover verify, or promote --verify)"
         return None
-    return Check("verify-passed", f"every table's last verify passed, at most {limit:.0f}s ago", test)
+    return Check("verify-passed", f"every table's last verify passed, at most {exact(limit)}s ago", test)
 
 
 def _lag_over(plan: Plan, last: LastVerify) -> str | None:
