@@ -39,6 +39,7 @@ def test_the_canary_in_json_has_one_entry_per_partition_with_both_offsets_and_it
     plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
                        topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
                        switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
+                       mirror={"state_prefix": f"__cutover_{ns}"},  # its own state: other plans mirror beside it
                        readers=[{"name": "orders-query", "kind": "spark-checkpoint",
                                  "checkpoint": str(tmp_path / "checkpoint")}]).file
     _records(old, topic, "1", {0: 4, 1: 6, 2: 2})

@@ -12,13 +12,14 @@ from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, derive
 from cutover.switch import journal
 from tests.conftest import cutover
-from tests.integration.kafka_util import create_topic
+from tests.integration.kafka_util import create_topic, produce
 
 
 def _plan(sandbox: Sandbox, ns: str, tmp: Path, **more: Any) -> Plan:
     return derive(sandbox.plan_file, tmp / f"{ns}.yaml", merge=True, name=ns,
                   topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
                   switch={"journal_dir": str(tmp / "journal")}, routing={"file": str(tmp / "routing.json")},
+                  mirror={"state_prefix": f"__cutover_{ns}"},  # its own state: other plans mirror beside it
                   tables=[], **more)
 
 
@@ -28,10 +29,16 @@ def _refused(checks: list[dict[str, Any]]) -> dict[str, str]:
 
 def test_an_executed_switch_that_a_precondition_refuses_prints_the_checks_in_json_and_writes_nothing(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
-    main = _plan(sandbox, ns, tmp_path, hooks={"freeze_producers": str(tmp_path / "no-such-hook")})
-    topics = [f"{ns}.orders", f"{ns}.payments"]
-    for topic in topics:
-        create_topic(plan.cluster("old"), topic, 2)  # never mirrored: no partition has a position on new
+    main = _plan(sandbox, ns, tmp_path, hooks={"freeze_producers": str(tmp_path / "no-such-hook")},
+                 gates={"max_mirror_lag": 10})
+    orders, payments = f"{ns}.orders", f"{ns}.payments"
+    for topic in (orders, payments):
+        create_topic(plan.cluster("old"), topic, 2)
+    # orders is mirrored, then falls behind; payments never is: both are named, and each partition
+    only_orders = derive(main.file, tmp_path / "orders.yaml", merge=True, topics={"include": [f"{ns}\\.orders"]})
+    produce(plan.cluster("old"), orders, [{"value": b"%d" % i, "partition": i % 2} for i in range(10)])
+    assert cutover("mirror", "--plan", str(only_orders.file), "--until-caught-up").code == 0
+    produce(plan.cluster("old"), orders, [{"value": b"%d" % i, "partition": i % 2} for i in range(50)])
 
     dry = cutover("promote", "--plan", str(main.file), "--dry-run", "-o", "json")
     assert dry.code == 3, dry.err
@@ -42,7 +49,9 @@ def test_an_executed_switch_that_a_precondition_refuses_prints_the_checks_in_jso
     assert (shown["action"], shown["plan"], shown["dry_run"], shown["passed"], shown["phase"]) == \
         ("promote", ns, False, False, "ready")
     assert _refused(shown["checks"]) == _refused(dry.json()["checks"])  # the same verdicts as the dry run's
-    assert _refused(shown["checks"])["mirror-lag"].startswith("the mirror has not started on")
+    assert _refused(shown["checks"])["mirror-lag"] == (
+        f"the mirror has not started on 2 partition(s): {payments}/0, {payments}/1 (run cutover mirror); "
+        f"mirror lag > gate 10 on 2 partition(s): {orders}/0 (25), {orders}/1 (25)")
     assert "no-such-hook" in _refused(shown["checks"])["hooks"]
     assert not (journal.directory(main) / "journal.jsonl").exists() and not (tmp_path / "routing.json").exists()
 
