@@ -15,6 +15,12 @@ from cutover.plan.model import Reader
 from cutover.readers import canary
 
 
+def unselected_text(r: Reader, topics: list[str]) -> str:
+    """A reader reading topics the plan does not select, in the words of `plan check` and of a move."""
+    return (f"reader {r.name} reads {', '.join(topics)}, which the plan's topic selection leaves out: the mirror "
+            "never copies it, so there is no map to translate through")
+
+
 class Mapped:
     """translate(topic, partition, offset) -> the same record's offset on the target (-1 when unmapped)."""
 
@@ -22,6 +28,7 @@ class Mapped:
         self.route = st.route(plan, direction)
         self.timeout = timeout
         self._tr = groups.translator(self.route, plan, timeout)
+        self._selected = plan.spec.topics.matches
         self.rows: list[dict[str, Any]] = []
         self.unmapped: list[str] = []
 
@@ -35,6 +42,12 @@ class Mapped:
         return target
 
     def refuse_unmapped(self, r: Reader, where: str) -> None:
+        """Refuse a topic outside the selection first (the mirror never copies it: waiting would not help),
+        then every position the mirror has not copied yet."""
+        unselected = sorted({row["topic"] for row in self.rows if not self._selected(row["topic"])})
+        if unselected:
+            raise Refused(unselected_text(r, unselected),
+                          fix=f"select {', '.join(unselected)} in topics.include; nothing was written")
         if self.unmapped:
             raise Refused(f"reader {r.name}: {len(self.unmapped)} position(s) in {where} have no mapping yet: "
                           + "; ".join(self.unmapped[:5]) + (" ..." if len(self.unmapped) > 5 else ""),

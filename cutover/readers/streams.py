@@ -91,6 +91,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
                            "state": r.state, "mode": mode, "written": [], "set_aside": [], "positions": [],
                            "already_moved": False, "resumed": False}
     last = journal.last(plan, str(sd.root))
+    journal.refuse_back_first(plan, r, last, direction)
     if last is not None and last["direction"] == direction:
         if last["phase"] == "done":  # the stores' positions are already the target's: nothing to do
             return {**out, "already_moved": True, "positions": last["positions"]}

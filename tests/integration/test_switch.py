@@ -375,8 +375,8 @@ def test_every_precondition_is_checked_again_when_the_hold_is_released(
 
     # Nothing changed at the hold, so the re-run checks every precondition again before it starts.
     again = cutover("promote", "--plan", str(main.file), "--execute")
-    assert again.code == 3 and "promote refused by 1 precondition(s):\n  - mirror-lag: mirror lag > gate 10" in again.err, \
-        again.err
+    assert again.code == 3, again.err
+    assert "promote refused by 1 precondition(s):\n  - mirror-lag: mirror lag > gate 10" in again.err, again.err
     assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
     done = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json")
     assert done.code == 0, done.err

@@ -6,6 +6,7 @@ reads are the sandbox's."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, derive
@@ -68,3 +69,34 @@ def test_the_canary_in_json_has_one_entry_per_partition_with_both_offsets_and_it
     assert checked[2]["source_record"] is None and checked[2]["target_record"] is None  # both at the end
     text = cutover("readers", "translate", "--plan", str(plan_file), "--reader", "orders-query", "--dry-run")
     assert "canary: the next record of each of the 3 partition(s) is the same on both clusters" in text.out, text.out
+
+
+def test_a_reader_reading_an_unselected_topic_or_moved_back_before_it_moved_forth_is_refused(
+        sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
+    plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
+                       topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+                       switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
+                       mirror={"state_prefix": f"__cutover_{ns}"},
+                       readers=[{"name": "orders-query", "kind": "spark-checkpoint",
+                                 "checkpoint": str(tmp_path / "checkpoint")}]).file
+    _checkpoint(tmp_path / "checkpoint", {f"{ns}.orders": {0: 3}, "elsewhere": {0: 5, 1: 2}})
+    files = sorted(p for p in tmp_path.rglob("*"))
+
+    def translate(*args: str) -> Any:
+        return cutover("readers", "translate", "--plan", str(plan_file), "--reader", "orders-query", *args)
+
+    # the mirror never copies a topic outside the selection: "let the mirror copy it" would not help
+    refused = translate("--dry-run")
+    assert refused.code == 3, refused.err
+    assert ("error: reader orders-query reads elsewhere, which the plan's topic selection leaves out: the mirror "
+            "never copies it") in refused.err
+    assert "fix: select elsewhere in topics.include; nothing was written" in refused.err
+    # its positions are the old cluster's until a move takes it to the new one: read as the new cluster's,
+    # they would move it back to other records
+    back = translate("--reverse", "--execute")
+    assert back.code == 3, back.err
+    assert ("error: reader orders-query: --reverse moves a reader back from the new cluster, and no move of it "
+            f"there is recorded ({tmp_path / 'journal' / ns / 'readers.jsonl'}): its positions are the old "
+            "cluster's") in back.err
+    assert "fix: drop --reverse" in back.err and "Traceback" not in back.err + refused.err
+    assert sorted(p for p in tmp_path.rglob("*")) == files  # nothing written
