@@ -177,8 +177,15 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
         raise UsageError("readers translate needs exactly one of --dry-run, --execute or --starting-offsets"
                          + (f" (got {', '.join('--' + m for m in modes)})" if modes else ""),
                          fix="look first with --dry-run, then write with --execute")
+    from cutover.readers.mapping import CanaryRefused
+
     plan = load_plan(plan_file)
-    result = translate.move(plan, translate.reader(plan, name), "reverse" if reverse else "forward", modes[0],
-                            timeout)
+    try:
+        result = translate.move(plan, translate.reader(plan, name), "reverse" if reverse else "forward", modes[0],
+                                timeout)
+    except CanaryRefused as exc:  # nothing written: JSON still gets every partition's verdict, as --dry-run's
+        if fmt is Format.JSON:     # (the text's error names each partition that differs)
+            emit(exc.result, fmt, _render)
+        raise
     emit(result, fmt, _render)
     return int(ExitCode.REFUSED) if any(not c["same"] for c in result.get("canary", [])) else 0

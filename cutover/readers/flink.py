@@ -200,7 +200,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
                            "canary": mapped.canary(rows)}
     if mode == "dry-run":
         return out
-    mapped.refuse_canary(r, out["canary"])
+    mapped.refuse_canary(r, out)
     start_file(plan, r).parent.mkdir(parents=True, exist_ok=True)
     replace_file(start_file(plan, r), json.dumps(handoff, indent=2, sort_keys=True) + "\n")
     out["written"] = [str(start_file(plan, r))]

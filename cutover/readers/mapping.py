@@ -15,6 +15,15 @@ from cutover.plan.model import Reader
 from cutover.readers import canary
 
 
+class CanaryRefused(Refused):
+    """The canary found a partition whose next record differs: nothing written. `result` is the move as
+    --dry-run shows it, so `-o json` says which partitions differ."""
+
+    def __init__(self, message: str, *, fix: str, result: dict[str, Any]) -> None:
+        super().__init__(message, fix=fix)
+        self.result = result
+
+
 def unselected_text(r: Reader, topics: list[str]) -> str:
     """A reader reading topics the plan does not select, in the words of `plan check` and of a move."""
     return (f"reader {r.name} reads {', '.join(topics)}, which the plan's topic selection leaves out: the mirror "
@@ -60,12 +69,16 @@ class Mapped:
         return canary.checked(self.route.source, self.route.target, [unique[tp] for tp in sorted(unique)],
                               self.timeout)
 
-    def refuse_canary(self, r: Reader, checked: list[dict[str, Any]]) -> None:
+    def refuse_canary(self, r: Reader, result: dict[str, Any]) -> None:
+        """Refuse a move whose canary found a difference; the refusal keeps the move's result, canary included,
+        for `-o json`."""
+        checked: list[dict[str, Any]] = result["canary"]
         differences = [canary.describe(e, self.route.source.describe(), self.route.target.describe())
                        for e in canary.differing(checked)]
         if differences:
-            raise Refused(f"reader {r.name}: the translated positions point at other records on "
+            raise CanaryRefused(f"reader {r.name}: the translated positions point at other records on "
                           f"{self.route.target.describe()} on {len(differences)} of {len(checked)} partition(s): "
                           + "; ".join(differences),
                           fix="the clusters and the mirror's map disagree (a topic recreated, or written outside the "
-                              "mirror on the target?): check `cutover mirror status`; nothing was written")
+                              "mirror on the target?): check `cutover mirror status`; nothing was written",
+                                result=result)

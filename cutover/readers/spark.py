@@ -106,7 +106,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     out["canary"] = mapped.canary(rows)  # the record the reader reads next is the same record on both clusters
     if mode == "dry-run":
         return out
-    mapped.refuse_canary(r, out["canary"])
+    mapped.refuse_canary(r, out)
     sink = None if r.sink is None else store.folder(plan, r.sink).child("_spark_metadata")
     out["written"] = sc.write(ck, batch, sink)
     out["resumed"] = resuming

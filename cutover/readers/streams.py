@@ -102,7 +102,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     else:
         planned, mapped = _plan_rewrite(plan, r, sd, direction, out, timeout)
         if mode == "execute":
-            mapped.refuse_canary(r, out["canary"])
+            mapped.refuse_canary(r, out)
     if mode == "dry-run":
         return {**out, **planned}
     entry = {"at": iso_z(), "reader": r.name, "kind": r.kind, "direction": direction, "location": str(sd.root),

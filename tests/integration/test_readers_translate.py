@@ -100,3 +100,29 @@ def test_a_reader_reading_an_unselected_topic_or_moved_back_before_it_moved_fort
             "cluster's") in back.err
     assert "fix: drop --reverse" in back.err and "Traceback" not in back.err + refused.err
     assert sorted(p for p in tmp_path.rglob("*")) == files  # nothing written
+
+
+def test_a_canary_difference_refuses_the_move_and_its_json_still_says_which_partition_differs(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    old, new = plan.cluster("old"), plan.cluster("new")
+    topic = f"{ns}.orders"
+    create_topic(old, topic, 2)
+    plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
+                       topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+                       switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
+                       mirror={"state_prefix": f"__cutover_{ns}"},
+                       readers=[{"name": "orders-query", "kind": "spark-checkpoint",
+                                 "checkpoint": str(tmp_path / "checkpoint")}]).file
+    _records(old, topic, "1", {0: 3, 1: 3})
+    assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0
+    produce(new, topic, [{"value": b"written on new, not by the mirror", "partition": 1}])
+    _checkpoint(tmp_path / "checkpoint", {topic: {0: 3, 1: 3}})  # the query read everything on old
+
+    run = cutover("readers", "translate", "--plan", str(plan_file), "--reader", "orders-query", "--execute",
+                  "-o", "json")
+    assert run.code == 3, run.err
+    assert "the translated positions point at other records on" in run.err and "on 1 of 2 partition(s)" in run.err
+    checked = run.json()["canary"]
+    assert [(c["partition"], c["same"]) for c in checked] == [(0, True), (1, False)]
+    assert checked[1]["source_record"] is None and checked[1]["target_record"]["value_bytes"] == 33
+    assert not (tmp_path / "checkpoint" / "offsets" / "1").exists()  # nothing written
