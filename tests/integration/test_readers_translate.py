@@ -17,6 +17,17 @@ from tests.integration.stream_query_util import value_at
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1764000000000,"conf":{"spark.sql.shuffle.partitions":"4"}}'
 
 
+def _plan_file(sandbox: Sandbox, ns: str, tmp_path: Path) -> Path:
+    """The test's plan: its topics, its journal, its own mirror state (other plans mirror beside it), and a
+    Spark checkpoint reader."""
+    return derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
+                  topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
+                  switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
+                  mirror={"state_prefix": f"__cutover_{ns}"},
+                  readers=[{"name": "orders-query", "kind": "spark-checkpoint",
+                            "checkpoint": str(tmp_path / "checkpoint")}]).file
+
+
 def _checkpoint(folder: Path, positions: dict[str, dict[int, int]]) -> None:
     """A stopped query's checkpoint: batch 0 planned at `positions` and committed."""
     (folder / "offsets").mkdir(parents=True)
@@ -37,12 +48,7 @@ def test_the_canary_in_json_has_one_entry_per_partition_with_both_offsets_and_it
     old, new = plan.cluster("old"), plan.cluster("new")
     topic = f"{ns}.orders"
     create_topic(old, topic, 3)
-    plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
-                       topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
-                       switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
-                       mirror={"state_prefix": f"__cutover_{ns}"},  # its own state: other plans mirror beside it
-                       readers=[{"name": "orders-query", "kind": "spark-checkpoint",
-                                 "checkpoint": str(tmp_path / "checkpoint")}]).file
+    plan_file = _plan_file(sandbox, ns, tmp_path)
     _records(old, topic, "1", {0: 4, 1: 6, 2: 2})
     assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0
     _records(old, topic, "2", {0: 5, 1: 3, 2: 0})  # the second run's transaction marker shifts these on new
@@ -73,12 +79,7 @@ def test_the_canary_in_json_has_one_entry_per_partition_with_both_offsets_and_it
 
 def test_a_reader_reading_an_unselected_topic_or_moved_back_before_it_moved_forth_is_refused(
         sandbox: Sandbox, ns: str, tmp_path: Path) -> None:
-    plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
-                       topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
-                       switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
-                       mirror={"state_prefix": f"__cutover_{ns}"},
-                       readers=[{"name": "orders-query", "kind": "spark-checkpoint",
-                                 "checkpoint": str(tmp_path / "checkpoint")}]).file
+    plan_file = _plan_file(sandbox, ns, tmp_path)
     _checkpoint(tmp_path / "checkpoint", {f"{ns}.orders": {0: 3}, "elsewhere": {0: 5, 1: 2}})
     files = sorted(p for p in tmp_path.rglob("*"))
 
@@ -107,12 +108,7 @@ def test_a_canary_difference_refuses_the_move_and_its_json_still_says_which_part
     old, new = plan.cluster("old"), plan.cluster("new")
     topic = f"{ns}.orders"
     create_topic(old, topic, 2)
-    plan_file = derive(sandbox.plan_file, tmp_path / f"{ns}.yaml", merge=True, name=ns,
-                       topics={"include": [f"{ns}\\..*"]}, groups={"include": [f"{ns}\\..*"]},
-                       switch={"journal_dir": str(tmp_path / "journal")}, tables=[],
-                       mirror={"state_prefix": f"__cutover_{ns}"},
-                       readers=[{"name": "orders-query", "kind": "spark-checkpoint",
-                                 "checkpoint": str(tmp_path / "checkpoint")}]).file
+    plan_file = _plan_file(sandbox, ns, tmp_path)
     _records(old, topic, "1", {0: 3, 1: 3})
     assert cutover("mirror", "--plan", str(plan_file), "--until-caught-up").code == 0
     produce(new, topic, [{"value": b"written on new, not by the mirror", "partition": 1}])
