@@ -62,7 +62,9 @@ def lock_free(plan: Plan) -> Check:
     return Check("not-running", "no other promote or rollback is running for this plan", test)
 
 
-def verified(plan: Plan, run_now: Callable[[], None] | None = None) -> Check:
+def verified(plan: Plan, run_now: Callable[[], None] | None = None, at_execute: bool = False) -> Check:
+    """`run_now`: verify first (promote --verify); `at_execute`: a dry run of promote --verify, which runs no
+    verify (it records results on the tables) and says so beside what it read."""
     gates = plan.spec.gates
     limit = float(gates.verify_max_age)
 
@@ -72,7 +74,11 @@ def verified(plan: Plan, run_now: Callable[[], None] | None = None) -> Check:
         if run_now is not None:
             run_now()
         results = {pair.new: last_result(plan, pair.new) for pair in plan.spec.tables}
-        return verify_refusal(results, dt.datetime.now(dt.UTC), limit, gates.max_lag_rows)
+        refused = verify_refusal(results, dt.datetime.now(dt.UTC), limit, gates.max_lag_rows)
+        if refused and at_execute:
+            return (f"{refused}; with --verify, promote --execute runs cutover verify before this check: the dry "
+                    "run changes nothing, so it read the last recorded results")
+        return refused
     return Check("verify-passed", f"every table's last verify passed, at most {exact(limit)}s ago", test)
 
 

@@ -67,7 +67,8 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
                 def run_now() -> None:
                     from cutover.verify import run as verify_run
                     verify_run.verify(plan, verify_run.Options())
-            out += [checks.verified(plan, run_now), checks.tables_handover(plan)]
+            out += [checks.verified(plan, run_now, at_execute=opts.verify_now and opts.dry_run),
+                    checks.tables_handover(plan)]
         out += [checks.mirror_lag(plan, opts.timeout), checks.groups_idle(plan, "old", "new", opts.timeout)]
         if plan.spec.readers:
             out.append(checks.readers_movable(plan))

@@ -70,3 +70,16 @@ def test_an_executed_switch_that_a_precondition_refuses_prints_the_checks_in_jso
         os.close(lock)
     assert run.code == 3 and "another promote or rollback is running" in run.err, run.err
     assert _refused(run.json()["checks"])["not-running"].startswith("another promote or rollback is running")
+
+
+def test_a_dry_run_with_verify_says_that_verify_runs_at_execute_and_what_it_read_instead(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    main = _plan(sandbox, ns, tmp_path)
+    main = derive(main.file, main.file, tables=[{"topic": f"{ns}.orders", "old": f"{ns}.legacy", "new": f"{ns}.orders",
+                                                 "schema": [{"name": "seq", "type": "long"}]}])
+    dry = cutover("promote", "--plan", str(main.file), "--dry-run", "--verify", "-o", "json")
+    assert dry.code == 3, dry.err
+    assert _refused(dry.json()["checks"])["verify-passed"] == (
+        f"{ns}.orders has never been verified (run cutover verify, or promote --verify); with --verify, promote "
+        "--execute runs cutover verify before this check: the dry run changes nothing, so it read the last "
+        "recorded results")
