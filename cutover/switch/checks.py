@@ -262,18 +262,23 @@ def verified_since_promote(plan: Plan, history: journal.History) -> Check:
 
         promoted = history.last_finished("promote")
         since = dt.datetime.fromtimestamp(promoted.ended or promoted.started, dt.UTC) if promoted else None
-        problems = []
-        for pair in plan.spec.tables:
-            last = last_result(plan, pair.new)
-            if last is None:
-                problems.append(f"{pair.new} has never been verified")
-            elif since is not None and dt.datetime.fromisoformat(last.at) < since.replace(microsecond=0):
-                problems.append(f"the last verify of {pair.new} ({last.at}) is stale: it is older than the promote "
-                                f"({since.isoformat(timespec='seconds')})")
-            elif not last.passed:
-                problems.append(f"the last verify of {pair.new} ({last.at}) did not pass")
-        return "; ".join(problems) + " (run cutover verify)" if problems else None
+        return since_promote_refusal({pair.new: last_result(plan, pair.new) for pair in plan.spec.tables}, since)
     return Check("verify-since-promote", "every table's last verify passed after the last promote", test)
+
+
+def since_promote_refusal(results: Mapping[str, LastVerify | None], since: dt.datetime | None) -> str | None:
+    """Every table never verified, verified before the promote, or whose last verify failed (pure)."""
+    problems = []
+    for table, last in results.items():
+        if last is None:
+            problems.append(f"{table} has never been verified")
+            continue
+        if since is not None and dt.datetime.fromisoformat(last.at) < since.replace(microsecond=0):
+            problems.append(f"the last verify of {table} ({last.at}) is stale: it is older than the promote "
+                            f"({since.isoformat(timespec='seconds')})")
+        if not last.passed:
+            problems.append(f"the last verify of {table} ({last.at}) did not pass")
+    return "; ".join(problems) + " (run cutover verify)" if problems else None
 
 
 def no_readers_on_old(plan: Plan, timeout: float) -> Check:

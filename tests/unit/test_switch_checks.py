@@ -57,6 +57,17 @@ def test_verify_names_every_table_and_everything_wrong_with_each() -> None:
     assert checks.verify_refusal({"ns.refunds": results["ns.refunds"]}, NOW, 3600, LagGate()) is None
 
 
+def test_verify_since_promote_names_a_stale_verify_that_also_failed_twice_over() -> None:
+    promoted = NOW - dt.timedelta(minutes=30)
+    results = {"ns.orders": _verify(NOW - dt.timedelta(hours=1), passed=False), "ns.payments": None,
+               "ns.refunds": _verify(NOW)}
+    assert checks.since_promote_refusal(results, promoted) == (
+        "the last verify of ns.orders (2026-11-23T11:00:00+00:00) is stale: it is older than the promote "
+        "(2026-11-23T11:30:00+00:00); the last verify of ns.orders (2026-11-23T11:00:00+00:00) did not pass; "
+        "ns.payments has never been verified (run cutover verify)")
+    assert checks.since_promote_refusal({"ns.refunds": results["ns.refunds"]}, promoted) is None
+
+
 def test_groups_idle_names_every_group_with_members() -> None:
     assert checks.busy_refusal({"billing": 2, "audit": 0, "alerts": 1}, "new") == \
         "consumer groups have active members on the new cluster: alerts (1), billing (2)"
