@@ -1,4 +1,4 @@
-"""Small shared vocabulary: a topic partition, time stamps as cutover prints them, durable renames.
+"""Small shared vocabulary: a topic partition, time stamps and numbers as cutover prints them, durable renames.
 
 Defined once here so every package says them the same way (the JSON contracts depend on
 the time formats).
@@ -39,6 +39,14 @@ def in_flight(stop: threading.Event, what: Callable[[], str | None] | None) -> N
     """Say what a clean stop would finish at any moment from now (None: nothing); a plain Event ignores it."""
     if isinstance(stop, Stop):
         stop.describe = what or (lambda: None)
+
+
+def exact(value: float) -> str:
+    """A number as the user set it, never rounded: 1048576 for an integral float, else Python's shortest
+    exact form (12.345678). `%g` shows six significant digits (1.04858e+06): a value someone compares
+    with what they configured must not be shown that way."""
+    number = float(value)  # a plan's Duration is a float too: shown as its number
+    return str(int(number)) if number.is_integer() else repr(number)
 
 
 def iso_seconds(ts: float | None) -> str | None:

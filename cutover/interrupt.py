@@ -34,6 +34,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
+from cutover.common import exact
 from cutover.errors import ExitCode
 
 #: Seconds a command has, after Ctrl-C, to end on its own.
@@ -114,7 +115,7 @@ def bound(seconds: float, command: str) -> None:
         return
 
     def late() -> None:
-        _exit(ExitCode.ERROR, f"error: {command} did not finish within its --timeout of {seconds:g}s: a cluster, "
+        _exit(ExitCode.ERROR, f"error: {command} did not finish within its --timeout of {exact(seconds)}s: a cluster, "
                               "the catalog or the storage did not answer in time\n  fix: run cutover plan check to "
                               "see which one, or give a longer --timeout")
 
@@ -204,7 +205,7 @@ def _late(g: _Graceful | None) -> None:
     if _cleaning:  # stopping what was just started, restoring a fault: a second Ctrl-C still ends it at once
         _timers.append(_daemon_timer(0.2, lambda: _late(g)))
         return
-    _exit(ExitCode.INTERRUPTED, f"interrupted: did not end within {GRACE:g}s of Ctrl-C, stopped" + _left(g))
+    _exit(ExitCode.INTERRUPTED, f"interrupted: did not end within {exact(GRACE)}s of Ctrl-C, stopped" + _left(g))
 
 
 def _left(g: _Graceful | None) -> str:

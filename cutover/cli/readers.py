@@ -49,11 +49,17 @@ def _render(r: dict[str, Any]) -> str:
 
 
 def _render_canary(r: dict[str, Any]) -> list[str]:
-    if r.get("canary"):
-        return ["canary: the next records differ between the clusters:", *(f"  {d}" for d in r["canary"])]
-    if "canary" in r:
-        return ["canary: the next record of every partition is the same on both clusters"]
-    return []
+    if "canary" not in r:
+        return []
+    from cutover.readers import canary
+
+    checked, differ = r["canary"], canary.differing(r["canary"])
+    if differ:
+        return [f"canary: the next records differ between the clusters on {len(differ)} of {len(checked)} "
+                "partition(s):", *(f"  {canary.describe(e)}" for e in differ)]
+    if not checked:
+        return ["canary: no partition has a position to check"]
+    return [f"canary: the next record of each of the {len(checked)} partition(s) is the same on both clusters"]
 
 
 def _render_streams(head: str, r: dict[str, Any]) -> str:
@@ -171,8 +177,15 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
         raise UsageError("readers translate needs exactly one of --dry-run, --execute or --starting-offsets"
                          + (f" (got {', '.join('--' + m for m in modes)})" if modes else ""),
                          fix="look first with --dry-run, then write with --execute")
+    from cutover.readers.mapping import CanaryRefused
+
     plan = load_plan(plan_file)
-    result = translate.move(plan, translate.reader(plan, name), "reverse" if reverse else "forward", modes[0],
-                            timeout)
+    try:
+        result = translate.move(plan, translate.reader(plan, name), "reverse" if reverse else "forward", modes[0],
+                                timeout)
+    except CanaryRefused as exc:  # nothing written: JSON still gets every partition's verdict, as --dry-run's
+        if fmt is Format.JSON:     # (the text's error names each partition that differs)
+            emit(exc.result, fmt, _render)
+        raise
     emit(result, fmt, _render)
-    return int(ExitCode.REFUSED) if result.get("canary") else 0
+    return int(ExitCode.REFUSED) if any(not c["same"] for c in result.get("canary", [])) else 0

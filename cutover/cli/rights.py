@@ -89,7 +89,8 @@ def apply_cmd(plan_file: str, dry_run: bool, execute: bool, fmt: Format, timeout
     from cutover.rights import run
 
     if dry_run == execute:
-        raise UsageError("rights apply needs exactly one of --dry-run and --execute",
+        raise UsageError("rights apply needs exactly one of --dry-run and --execute "
+                         + ("(got both)" if dry_run else "(got neither)"),
                          fix="see what would change with --dry-run first")
     emit(run.apply(load_plan(plan_file), execute, timeout, progress), fmt, _render_plan)
     return 0

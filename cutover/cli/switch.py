@@ -35,13 +35,19 @@ def _switch_command(action: Action, doc: str) -> click.Command:
             explained = runner.explain(plan, action, opts)
             emit(explained, fmt, render_explained)
             if not explained.passed:
-                raise runner.refusal(action, list(explained.checks))
+                raise runner.refusal(explained)
             return 0
         if not execute:  # a person at a terminal: show the plan, then ask
             progress(render_explained(runner.explain(plan, action, opts)))
             if not click.confirm(f"{action} now?", err=True):
                 return 0
-        emit(runner.execute(plan, action, dataclasses.replace(opts, dry_run=False)), fmt, render_result)
+        try:
+            result = runner.execute(plan, action, dataclasses.replace(opts, dry_run=False))
+        except (runner.Refusal, runner.StepFailed) as exc:
+            if exc.checks is not None:  # refused: every precondition's verdict, as the dry run prints them
+                emit(exc.checks, fmt, render_explained)
+            raise
+        emit(result, fmt, render_result)
         return 0
 
     if action == "promote":
@@ -67,9 +73,12 @@ def _switch_command(action: Action, doc: str) -> click.Command:
 
 
 def render_explained(r: Explanation) -> str:
-    lines = [f"{r.action} plan for {r.plan} (phase {r.phase}); dry run: nothing was changed", "preconditions:"]
+    head = "dry run: nothing was changed" if r.dry_run else "refused by a precondition"
+    lines = [f"{r.action} plan for {r.plan} (phase {r.phase}); {head}", "preconditions:"]
     lines += [f"  {'ok     ' if c.refusal is None else 'REFUSED'} {c.name}: {c.refusal or c.expects}"
               for c in r.checks]
+    if not r.dry_run:
+        return "\n".join(lines)
     lines.append("steps:")
     for i, s in enumerate(r.steps, 1):
         lines.append(f"  {i:2}. {s.name}: {s.does}" + ("  [done earlier]" if s.done_earlier else ""))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 from cutover import secrets
+from cutover.common import exact
 from cutover.errors import AccessDenied, CutoverError, UnreachableError, UsageError
 from cutover.lake import catalog as catalog_mod
 from cutover.plan.model import Catalog
@@ -56,7 +57,7 @@ def _within(what: str, address: str, timeout: float, fn: Callable[[], T]) -> T:
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
-        raise UnreachableError(f"{what} did not answer within {timeout:g}s",
+        raise UnreachableError(f"{what} did not answer within {exact(timeout)}s",
                                fix=f"check that {address} is the right address and that the server is up and "
                                "reachable from this host (a firewall that drops packets looks like this), or "
                                "raise --timeout")

@@ -4,6 +4,9 @@ For each translated position, the first committed record at the source position 
 cluster and at the translated position on the target cluster are read and compared: key, value,
 headers and timestamp, byte for byte. Both at the end of their partition agree too (the reader
 has read everything). Any other pair means the map would move the reader to another record.
+Every partition checked is one entry of the result (`canary` in `readers translate -o json` and in
+promote's move-reader step): topic, partition, source_offset, target_offset, same, source_record and
+target_record (sizes and timestamp, None at the partition's end); docs/reference/contracts.md.
 """
 
 from __future__ import annotations
@@ -49,17 +52,41 @@ def first_records(ref: ClusterRef, positions: Mapping[TP, int], timeout: float) 
     return found
 
 
-def differences(source: ClusterRef, target: ClusterRef, rows: list[dict[str, Any]], timeout: float) -> list[str]:
-    """The translated positions whose next record differs between the clusters (empty: all agree)."""
+def checked(source: ClusterRef, target: ClusterRef, rows: list[dict[str, Any]], timeout: float,
+            ) -> list[dict[str, Any]]:
+    """One entry per translated position (the JSON's `canary`), each with its verdict: the next record at
+    the source position on the source cluster and at the target position on the target cluster."""
     src = first_records(source, {(r["topic"], r["partition"]): r["source_offset"] for r in rows}, timeout)
     dst = first_records(target, {(r["topic"], r["partition"]): r["target_offset"] for r in rows}, timeout)
-    out = []
-    for r in rows:
-        tp = (r["topic"], r["partition"])
-        if src[tp] != dst[tp]:
-            def say(rec: Record) -> str:
-                return "the end of the partition" if rec is None else \
-                    f"a record (key {rec[0]!r}, {len(rec[1] or b'')} bytes, timestamp {rec[3]})"
-            out.append(f"{r['topic']}[{r['partition']}]: at {r['source_offset']} on {source.describe()} "
-                       f"{say(src[tp])}, at {r['target_offset']} on {target.describe()} {say(dst[tp])}")
-    return out
+    return [entry(r, src[(r["topic"], r["partition"])], dst[(r["topic"], r["partition"])]) for r in rows]
+
+
+def entry(row: dict[str, Any], source: Record, target: Record) -> dict[str, Any]:
+    """A partition's verdict: `same` when both next records are equal byte for byte (or both are the end)."""
+    return {"topic": row["topic"], "partition": row["partition"], "source_offset": row["source_offset"],
+            "target_offset": row["target_offset"], "same": source == target,
+            "source_record": summary(source), "target_record": summary(target)}
+
+
+def summary(rec: Record) -> dict[str, Any] | None:
+    """What the JSON shows of a record (sizes, not contents: a canary is no place for payloads); None at the
+    partition's end."""
+    if rec is None:
+        return None
+    key, value, headers, timestamp = rec
+    return {"key_bytes": None if key is None else len(key), "value_bytes": None if value is None else len(value),
+            "headers": len(headers), "timestamp": timestamp}
+
+
+def differing(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries whose next records differ (a move through them would land on another record)."""
+    return [e for e in entries if not e["same"]]
+
+
+def describe(e: dict[str, Any], source: str = "the source", target: str = "the target") -> str:
+    """A differing entry in words: which record each cluster holds at its position."""
+    def say(rec: dict[str, Any] | None) -> str:
+        return "the end of the partition" if rec is None else \
+            f"a record (key {rec['key_bytes']} bytes, value {rec['value_bytes']} bytes, timestamp {rec['timestamp']})"
+    return (f"{e['topic']}[{e['partition']}]: at {e['source_offset']} on {source} {say(e['source_record'])}, "
+            f"at {e['target_offset']} on {target} {say(e['target_record'])}")

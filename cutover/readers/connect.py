@@ -122,6 +122,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     head: dict[str, Any] = {"reader": r.name, "kind": r.kind, "direction": direction, "location": url(r, "old"),
                             "mode": mode, "offsets_topic": topic, "source_worker": url(r, src),
                             "target_worker": url(r, dst), "written": []}
+    journal.refuse_back_first(plan, r, journal.last(plan, url(r, "old")), direction)
     if not plan.spec.topics.matches(topic):
         raise Refused(f"reader {r.name}: the workers' offsets topic {topic} is not in the plan's topic selection",
                       fix=f"select {topic} (and the workers' config and status topics) in topics.include; "

@@ -164,6 +164,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
                       fix=f"stop the job with a savepoint into that folder (flink stop --savepointPath {folder} "
                           "JOB_ID, in the stop_reader hook); nothing was written")
     last = journal.last(plan, str(folder))
+    journal.refuse_back_first(plan, r, last, direction)
     if last is not None and last["direction"] == direction and last["savepoint"] == str(sp):
         return {**head, "positions": last["positions"], "start_file": last["start_file"], "already_moved": True}
     try:
@@ -183,10 +184,6 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     if not found:
         raise Refused(f"reader {r.name}: savepoint {sp} holds no split for source uid {uid(r, source_side)}",
                       fix="check source_uid against the job's KafkaSource .uid(...); nothing was written")
-    unselected = sorted({s["topic"] for s in found if not plan.spec.topics.matches(s["topic"])})
-    if unselected:
-        raise Refused(f"reader {r.name} reads {', '.join(unselected)}, which the plan's topic selection leaves out",
-                      fix=f"select {', '.join(unselected)} in topics.include; nothing was written")
     mapped = Mapped(plan, direction, timeout)
     for s in found:
         mapped(s["topic"], s["partition"], s["offset"])
@@ -203,7 +200,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
                            "canary": mapped.canary(rows)}
     if mode == "dry-run":
         return out
-    mapped.refuse_canary(r, out["canary"])
+    mapped.refuse_canary(r, out)
     start_file(plan, r).parent.mkdir(parents=True, exist_ok=True)
     replace_file(start_file(plan, r), json.dumps(handoff, indent=2, sort_keys=True) + "\n")
     out["written"] = [str(start_file(plan, r))]

@@ -10,7 +10,9 @@ import json
 import os
 from typing import Any
 
+from cutover.errors import Refused
 from cutover.plan import ClusterSide, Plan
+from cutover.plan.model import Reader
 
 
 def moves(plan: Plan) -> list[dict[str, Any]]:
@@ -33,6 +35,19 @@ def last(plan: Plan, location: str) -> dict[str, Any] | None:
 def side(last: dict[str, Any] | None) -> ClusterSide:
     """The cluster a reader is on after its last recorded move (old before any)."""
     return "old" if last is None or last.get("direction") == "reverse" else "new"
+
+
+def refuse_back_first(plan: Plan, r: Reader, last: dict[str, Any] | None, direction: str) -> None:
+    """--reverse before any recorded move: the reader's positions are still the old cluster's, and read as the
+    new cluster's they would be translated to other records (no canary can tell: the map is exact for both)."""
+    if direction == "reverse" and last is None:
+        from cutover.switch import journal
+
+        raise Refused(f"reader {r.name}: --reverse moves a reader back from the new cluster, and no move of it there "
+                      f"is recorded ({journal.directory(plan) / 'readers.jsonl'}): its positions are the old "
+                      "cluster's",
+                      fix="drop --reverse: promote (or readers translate --execute) moves it to the new cluster, "
+                          "and rollback back; nothing was written")
 
 
 def record(plan: Plan, entry: dict[str, Any]) -> None:

@@ -15,6 +15,21 @@ from cutover.plan.model import Reader
 from cutover.readers import canary
 
 
+class CanaryRefused(Refused):
+    """The canary found a partition whose next record differs: nothing written. `result` is the move as
+    --dry-run shows it, so `-o json` says which partitions differ."""
+
+    def __init__(self, message: str, *, fix: str, result: dict[str, Any]) -> None:
+        super().__init__(message, fix=fix)
+        self.result = result
+
+
+def unselected_text(r: Reader, topics: list[str]) -> str:
+    """A reader reading topics the plan does not select, in the words of `plan check` and of a move."""
+    return (f"reader {r.name} reads {', '.join(topics)}, which the plan's topic selection leaves out: the mirror "
+            "never copies it, so there is no map to translate through")
+
+
 class Mapped:
     """translate(topic, partition, offset) -> the same record's offset on the target (-1 when unmapped)."""
 
@@ -22,6 +37,7 @@ class Mapped:
         self.route = st.route(plan, direction)
         self.timeout = timeout
         self._tr = groups.translator(self.route, plan, timeout)
+        self._selected = plan.spec.topics.matches
         self.rows: list[dict[str, Any]] = []
         self.unmapped: list[str] = []
 
@@ -35,20 +51,34 @@ class Mapped:
         return target
 
     def refuse_unmapped(self, r: Reader, where: str) -> None:
+        """Refuse a topic outside the selection first (the mirror never copies it: waiting would not help),
+        then every position the mirror has not copied yet."""
+        unselected = sorted({row["topic"] for row in self.rows if not self._selected(row["topic"])})
+        if unselected:
+            raise Refused(unselected_text(r, unselected),
+                          fix=f"select {', '.join(unselected)} in topics.include; nothing was written")
         if self.unmapped:
             raise Refused(f"reader {r.name}: {len(self.unmapped)} position(s) in {where} have no mapping yet: "
                           + "; ".join(self.unmapped[:5]) + (" ..." if len(self.unmapped) > 5 else ""),
                           fix="let the mirror copy those partitions (cutover mirror --until-caught-up), or add their "
                               "topics to the plan's selection; nothing was written")
 
-    def canary(self, rows: list[dict[str, Any]]) -> list[str]:
-        """The rows (next positions to read) whose next record differs between the clusters."""
+    def canary(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One verdict per partition of the rows (next positions to read), in topic and partition order."""
         unique = {(row["topic"], row["partition"]): row for row in rows}
-        return canary.differences(self.route.source, self.route.target, list(unique.values()), self.timeout)
+        return canary.checked(self.route.source, self.route.target, [unique[tp] for tp in sorted(unique)],
+                              self.timeout)
 
-    def refuse_canary(self, r: Reader, differences: list[str]) -> None:
+    def refuse_canary(self, r: Reader, result: dict[str, Any]) -> None:
+        """Refuse a move whose canary found a difference; the refusal keeps the move's result, canary included,
+        for `-o json`."""
+        checked: list[dict[str, Any]] = result["canary"]
+        differences = [canary.describe(e, self.route.source.describe(), self.route.target.describe())
+                       for e in canary.differing(checked)]
         if differences:
-            raise Refused(f"reader {r.name}: the translated positions point at other records on "
-                          f"{self.route.target.describe()}: " + "; ".join(differences[:3]),
+            raise CanaryRefused(f"reader {r.name}: the translated positions point at other records on "
+                          f"{self.route.target.describe()} on {len(differences)} of {len(checked)} partition(s): "
+                          + "; ".join(differences),
                           fix="the clusters and the mirror's map disagree (a topic recreated, or written outside the "
-                              "mirror on the target?): check `cutover mirror status`; nothing was written")
+                              "mirror on the target?): check `cutover mirror status`; nothing was written",
+                                result=result)

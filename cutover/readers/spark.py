@@ -23,7 +23,7 @@ from cutover.plan import Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal, store
 from cutover.readers import spark_checkpoint as sc
-from cutover.readers.mapping import Mapped
+from cutover.readers.mapping import Mapped, unselected_text
 
 Mode = Literal["dry-run", "execute", "starting-offsets"]
 Problem = tuple[str, str, str]
@@ -57,9 +57,7 @@ def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
             entry["positions"].setdefault(topic, {}).update({str(p): o for p, o in sorted(parts.items())})
     unselected = sorted(t for t in entry["positions"] if not plan.spec.topics.matches(t))
     if unselected:
-        return entry, [(r.name, f"reader {r.name} reads {', '.join(unselected)}, which the plan's topic selection "
-                        "leaves out: the mirror never copies it, so there is no map to translate through",
-                        f"select {', '.join(unselected)} in topics.include")]
+        return entry, [(r.name, unselected_text(r, unselected), f"select {', '.join(unselected)} in topics.include")]
     return entry, []
 
 
@@ -104,6 +102,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     head: dict[str, Any] = {"reader": r.name, "kind": r.kind, "direction": direction, "location": str(folder),
                             "mode": mode, "written": []}
     done = journal.last(plan, str(folder))
+    journal.refuse_back_first(plan, r, done, direction)
     commits = ck.commits()
     if done is not None and done["direction"] == direction and commits and \
             (done["batch"] in commits or done["batch"] < commits[0]):
@@ -125,7 +124,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     out["canary"] = mapped.canary(rows)  # the record the reader reads next is the same record on both clusters
     if mode == "dry-run":
         return out
-    mapped.refuse_canary(r, out["canary"])
+    mapped.refuse_canary(r, out)
     sink = None if r.sink is None else store.folder(plan, r.sink).child("_spark_metadata")
     out["written"] = sc.write(ck, batch, sink)
     out["resumed"] = resuming

@@ -91,6 +91,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
                            "state": r.state, "mode": mode, "written": [], "set_aside": [], "positions": [],
                            "already_moved": False, "resumed": False}
     last = journal.last(plan, str(sd.root))
+    journal.refuse_back_first(plan, r, last, direction)
     if last is not None and last["direction"] == direction:
         if last["phase"] == "done":  # the stores' positions are already the target's: nothing to do
             return {**out, "already_moved": True, "positions": last["positions"]}
@@ -101,7 +102,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
     else:
         planned, mapped = _plan_rewrite(plan, r, sd, direction, out, timeout)
         if mode == "execute":
-            mapped.refuse_canary(r, out["canary"])
+            mapped.refuse_canary(r, out)
     if mode == "dry-run":
         return {**out, **planned}
     entry = {"at": iso_z(), "reader": r.name, "kind": r.kind, "direction": direction, "location": str(sd.root),

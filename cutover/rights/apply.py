@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from cutover.common import settled
+from cutover.common import exact, settled
 from cutover.errors import UsageError
 from cutover.kafka import batches
 from cutover.kafka.clients import ClusterRef, admin
@@ -97,6 +97,10 @@ def _acls(ref: ClusterRef, client: AdminClient, creates: list[Change], deletes: 
         done.record("deleted", deletes, say)
 
 
+def _value(v: float | None) -> str:
+    return "(none)" if v is None else exact(v)
+
+
 def _quotas(ref: ClusterRef, creates: list[Change], deletes: list[Change], timeout: float, done: Applied,
             say: Callable[[str], None]) -> None:
     changes: dict[quotas.Entity, dict[str, float | None]] = {}
@@ -107,7 +111,7 @@ def _quotas(ref: ClusterRef, creates: list[Change], deletes: list[Change], timeo
         return
     quotas.alter(ref, changes, timeout)
     def wrong(back: dict[quotas.Entity, dict[str, float]]) -> list[str]:
-        return [f"{quotas.entity_text(e)} {k}: wanted {v}, reads {back.get(e, {}).get(k)}"
+        return [f"{quotas.entity_text(e)} {k}: wanted {_value(v)}, reads {_value(back.get(e, {}).get(k))}"
                 for e, q in changes.items() for k, v in q.items() if back.get(e, {}).get(k) != v]
 
     _back, wrongly = settled(lambda: quotas.describe(ref, timeout), wrong, timeout)
@@ -138,7 +142,7 @@ def _scram(ref: ClusterRef, client: AdminClient, creates: list[Change], deletes:
 
     _back, missing = settled(lambda: inventory.read_scram(ref, client, timeout), unlisted, timeout)
     if missing:
-        raise UsageError(f"{ref.describe()} does not list {', '.join(missing)} {timeout:g} s after it was set",
+        raise UsageError(f"{ref.describe()} does not list {', '.join(missing)} {exact(timeout)} s after it was set",
                          fix="check the broker's log, then run rights apply again")
     done.record("created", creates, say, " (read back)")
     done.record("deleted", deletes, say)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cutover.common import exact
 from cutover.rights.authorizer import WILDCARD_PRINCIPAL, Acl
 from cutover.rights.inventory import Inventory
 from cutover.rights.quotas import Entity, Quotas, entity_text
@@ -53,7 +54,7 @@ class Change:
             user, mechanism, iterations, _var = self.scram
             return f"SCRAM user {user} ({mechanism}, {iterations} iterations)"
         assert self.entity is not None
-        values = ", ".join(f"{k}={'(removed)' if v is None else format(v, 'g')}" for k, v in self.quotas)
+        values = ", ".join(f"{k}={'(removed)' if v is None else exact(v)}" for k, v in self.quotas)
         return f"quota of {entity_text(self.entity)}: {values}"
 
 

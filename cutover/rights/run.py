@@ -132,11 +132,13 @@ def audit(plan: Plan, direction: Direction, timeout: float) -> AuditResult:
 
 
 def refusal(plan: Plan, direction: Direction, timeout: float) -> str | None:
-    """For the switch's rights-match precondition: None, or the first blocking findings."""
-    result = audit(plan, direction, timeout)
-    blocking = result.blocking
+    """For the switch's rights-match precondition: None, or every blocking finding."""
+    return judge(audit(plan, direction, timeout).blocking)
+
+
+def judge(blocking: list[auditing.Finding]) -> str | None:
+    """Every blocking finding in one reason (pure), none left for a second run to find."""
     if not blocking:
         return None
-    shown = "; ".join(f.describe() for f in blocking[:3])
-    more = f" (and {len(blocking) - 3} more)" if len(blocking) > 3 else ""
-    return f"{len(blocking)} rights finding(s): {shown}{more}; see cutover rights audit, fix with cutover rights apply"
+    return (f"{len(blocking)} rights finding(s): " + "; ".join(f.describe() for f in blocking)
+            + "; see cutover rights audit, fix with cutover rights apply")

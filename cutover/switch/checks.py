@@ -8,16 +8,21 @@ so a dry-run always lists every check.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from cutover.common import exact
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.offsets import group_members
 from cutover.plan import ClusterSide, Plan
+from cutover.plan.model import LagGate
 from cutover.switch import hooks, journal, waits
 from cutover.verify.results import LastVerify
+
+if TYPE_CHECKING:
+    from cutover.mirror.status import MirrorStatus
 
 
 @dataclass(frozen=True)
@@ -57,39 +62,48 @@ def lock_free(plan: Plan) -> Check:
     return Check("not-running", "no other promote or rollback is running for this plan", test)
 
 
-def verified(plan: Plan, run_now: Callable[[], None] | None = None) -> Check:
-    limit = float(plan.spec.gates.verify_max_age)
+def verified(plan: Plan, run_now: Callable[[], None] | None = None, at_execute: bool = False) -> Check:
+    """`run_now`: verify first (promote --verify); `at_execute`: a dry run of promote --verify, which runs no
+    verify (it records results on the tables) and says so beside what it read."""
+    gates = plan.spec.gates
+    limit = float(gates.verify_max_age)
 
     def test() -> str | None:
         from cutover.verify.run import last_result
 
         if run_now is not None:
             run_now()
-        problems = []
-        for pair in plan.spec.tables:
-            last = last_result(plan, pair.new)
-            if last is None:
-                problems.append(f"{pair.new} has never been verified")
-                continue
-            age = (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(last.at)).total_seconds()
-            behind = _lag_over(plan, last)
-            if not last.passed:
-                problems.append(f"the last verify of {pair.new} ({last.at}) did not pass"
-                                + (f"; {behind}" if behind else ""))
-            elif behind:
-                problems.append(f"the last verify of {pair.new} ({last.at}): {behind}")
-            elif age > limit:
-                problems.append(f"the last verify of {pair.new} is {age / 60:.0f} min old; gates.verify_max_age "
-                                f"is {limit / 60:.0f} min")
-        if problems:
-            return "; ".join(problems) + " (run cutover verify, or promote --verify)"
-        return None
-    return Check("verify-passed", f"every table's last verify passed, at most {limit:.0f}s ago", test)
+        results = {pair.new: last_result(plan, pair.new) for pair in plan.spec.tables}
+        refused = verify_refusal(results, dt.datetime.now(dt.UTC), limit, gates.max_lag_rows)
+        if refused and at_execute:
+            return (f"{refused}; with --verify, promote --execute runs cutover verify before this check: the dry "
+                    "run changes nothing, so it read the last recorded results")
+        return refused
+    return Check("verify-passed", f"every table's last verify passed, at most {exact(limit)}s ago", test)
 
 
-def _lag_over(plan: Plan, last: LastVerify) -> str | None:
+def verify_refusal(results: Mapping[str, LastVerify | None], now: dt.datetime, limit: float,
+                   gate: LagGate) -> str | None:
+    """Every table's every reason its last verify does not let the switch go (pure: the results are given)."""
+    problems = []
+    for table, last in results.items():
+        if last is None:
+            problems.append(f"{table} has never been verified")
+            continue
+        age = (now - dt.datetime.fromisoformat(last.at)).total_seconds()
+        behind = _lag_over(gate, last)
+        if not last.passed:
+            problems.append(f"the last verify of {table} ({last.at}) did not pass")
+        if behind:
+            problems.append(f"the last verify of {table} ({last.at}): {behind}")
+        if age > limit:
+            problems.append(f"the last verify of {table} is {age / 60:.0f} min old; gates.verify_max_age is "
+                            f"{exact(limit / 60)} min")
+    return "; ".join(problems) + " (run cutover verify, or promote --verify)" if problems else None
+
+
+def _lag_over(gate: LagGate, last: LastVerify) -> str | None:
     """The recorded lag against the plan's lag gate, now (a result recorded under other gates counts too)."""
-    gate = plan.spec.gates.max_lag_rows
     old_ahead, new_ahead = last.lag.old_ahead, last.lag.new_ahead
     if old_ahead > gate.old_ahead:
         return (f"the old table held {old_ahead} rows beyond the new table's position (gates.max_lag_rows.old_ahead "
@@ -106,37 +120,46 @@ def mirror_lag(plan: Plan, timeout: float) -> Check:
     def test() -> str | None:
         from cutover.mirror import status
 
-        s = status.status(plan, "forward", timeout)
-        if not s.partitions:
-            return "no selected topic exists on the old cluster"
-        unmirrored = [p for p in s.partitions if p.position is None]
-        if unmirrored:
-            return "the mirror has not started on " + ", ".join(
-                f"{p.topic}/{p.partition}" for p in unmirrored[:10]) + " (run cutover mirror)"
-        if s.gaps:
-            p, g = s.gaps[0]
-            return (f"the mirror reports data deleted before it was copied, e.g. {p.topic}/{p.partition} "
-                    f"offsets {g.start}..{g.end - 1}")
-        over = [p for p in s.partitions if p.lag > gate]
-        if over:
-            worst = max(over, key=lambda p: p.lag)
-            return (f"mirror lag {worst.lag} > gate {gate} on {worst.topic}/{worst.partition} "
-                    f"({len(over)} partitions over the gate)")
-        return None
+        return mirror_refusal(status.status(plan, "forward", timeout), gate)
     return Check("mirror-lag", f"the forward mirror is at most {gate} records behind on every partition", test)
+
+
+def mirror_refusal(s: MirrorStatus, gate: int) -> str | None:
+    """Every partition the mirror has not started on, every retention gap, every partition over the lag gate
+    (pure: the mirror's status is given)."""
+    if not s.partitions:
+        return "no selected topic exists on the old cluster"
+    unmirrored = [f"{p.topic}/{p.partition}" for p in s.partitions if p.position is None]
+    gaps = [f"{p.topic}/{p.partition} offsets {g.start}..{g.end - 1}" for p, g in s.gaps]
+    over = [p for p in s.partitions if p.position is not None and p.lag > gate]
+    problems = []
+    if unmirrored:
+        problems.append(f"the mirror has not started on {len(unmirrored)} partition(s): {', '.join(unmirrored)} "
+                        "(run cutover mirror)")
+    if gaps:
+        problems.append(f"the mirror reports data deleted before it was copied on "
+                        f"{len({(p.topic, p.partition) for p, _g in s.gaps})} partition(s): {', '.join(gaps)}")
+    if over:
+        problems.append(f"mirror lag > gate {gate} on {len(over)} partition(s): "
+                        + ", ".join(f"{p.topic}/{p.partition} ({p.lag})" for p in over))
+    return "; ".join(problems) or None
 
 
 def groups_idle(plan: Plan, source: ClusterSide, target: ClusterSide, timeout: float) -> Check:
     def test() -> str | None:
         ref = ClusterRef.of(plan, target)
-        members = group_members(ref, waits.selected_groups(plan, source, timeout), timeout)
-        busy = {g: n for g, n in members.items() if n}
-        if busy:
-            return f"consumer groups have active members on the {target} cluster: " + ", ".join(
-                f"{g} ({n})" for g, n in sorted(busy.items()))
-        return None
+        return busy_refusal(group_members(ref, waits.selected_groups(plan, source, timeout), timeout), target)
     return Check(f"groups-idle-on-{target}", f"the selected groups have no active members on the {target} cluster",
                  test)
+
+
+def busy_refusal(members: Mapping[str, int], target: ClusterSide) -> str | None:
+    """Every selected group with members on the target (pure: the member counts are given)."""
+    busy = {g: n for g, n in members.items() if n}
+    if busy:
+        return f"consumer groups have active members on the {target} cluster: " + ", ".join(
+            f"{g} ({n})" for g, n in sorted(busy.items()))
+    return None
 
 
 def routing_usable(plan: Plan) -> Check:
@@ -193,12 +216,12 @@ def _accepts(tables: Any, plan: Plan, pair: Any) -> list[str]:
     """The canonical table must hold every column of the new table, with the same type."""
     _s, _c, old = tables.snapshots(plan, pair.old)
     _s, _c, new = tables.snapshots(plan, pair.new)
-    if old is None:
-        return [f"table {pair.old} does not exist"]
-    if pair.writer_offsets == "iceberg-connect":
-        return []  # the same sink connector goes on writing it: cutover writes no row of its own there
-    if new is None:
-        return [f"table {pair.new} does not exist (run cutover shadow)"]
+    sink = pair.writer_offsets == "iceberg-connect"  # the same sink goes on writing it: cutover writes no row there
+    missing = ([] if old is not None else [f"table {pair.old} does not exist"]) + (
+        [] if new is not None or sink else [f"table {pair.new} does not exist (run cutover shadow)"])
+    if missing or sink:
+        return missing
+    assert old is not None and new is not None
     have = {f.name: str(f.field_type) for f in old.schema().fields}
     wrong = [f"{f.name} ({f.field_type})" for f in new.schema().fields if have.get(f.name) != str(f.field_type)]
     if wrong:
@@ -239,18 +262,23 @@ def verified_since_promote(plan: Plan, history: journal.History) -> Check:
 
         promoted = history.last_finished("promote")
         since = dt.datetime.fromtimestamp(promoted.ended or promoted.started, dt.UTC) if promoted else None
-        problems = []
-        for pair in plan.spec.tables:
-            last = last_result(plan, pair.new)
-            if last is None:
-                problems.append(f"{pair.new} has never been verified")
-            elif since is not None and dt.datetime.fromisoformat(last.at) < since.replace(microsecond=0):
-                problems.append(f"the last verify of {pair.new} ({last.at}) is stale: it is older than the promote "
-                                f"({since.isoformat(timespec='seconds')})")
-            elif not last.passed:
-                problems.append(f"the last verify of {pair.new} ({last.at}) did not pass")
-        return "; ".join(problems) + " (run cutover verify)" if problems else None
+        return since_promote_refusal({pair.new: last_result(plan, pair.new) for pair in plan.spec.tables}, since)
     return Check("verify-since-promote", "every table's last verify passed after the last promote", test)
+
+
+def since_promote_refusal(results: Mapping[str, LastVerify | None], since: dt.datetime | None) -> str | None:
+    """Every table never verified, verified before the promote, or whose last verify failed (pure)."""
+    problems = []
+    for table, last in results.items():
+        if last is None:
+            problems.append(f"{table} has never been verified")
+            continue
+        if since is not None and dt.datetime.fromisoformat(last.at) < since.replace(microsecond=0):
+            problems.append(f"the last verify of {table} ({last.at}) is stale: it is older than the promote "
+                            f"({since.isoformat(timespec='seconds')})")
+        if not last.passed:
+            problems.append(f"the last verify of {table} ({last.at}) did not pass")
+    return "; ".join(problems) + " (run cutover verify)" if problems else None
 
 
 def no_readers_on_old(plan: Plan, timeout: float) -> Check:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from cutover.common import exact
 from cutover.errors import CutoverError
 from cutover.mirror import state as st
 from cutover.output import progress
@@ -273,14 +274,14 @@ class DryRun:
     def quiet(self, side: ClusterSide) -> Detail:
         g = self.plan.spec
         opened = (f"no transaction is open on its partitions (refuse, naming them, after "
-                  f"{g.switch.quiet_timeout:.0f}s)")
+                  f"{exact(g.switch.quiet_timeout)}s)")
         if hooks.command(self.plan, "freeze_producers") is not None:
             return self._would(f"once the freeze_producers hook has returned (evidence the producers stopped), wait "
                                f"until {opened}; that the {side} cluster's end offsets stand still is checked "
-                               f"across the drain, for {waits.quiet_period(self.plan, True):g}s, at check-drained")
+                               f"across the drain, for {exact(waits.quiet_period(self.plan, True))}s, at check-drained")
         floor = min(float(g.gates.quiet_period), waits.QUIET_FLOOR)
         return self._would(f"wait until the {side} cluster's end offsets stand still for {floor:.1f}s and {opened}; "
-                           f"the rest of the {g.gates.quiet_period:.0f}s quiet period is checked across the drain, "
+                           f"the rest of the {exact(g.gates.quiet_period)}s quiet period is checked across the drain, "
                            "at check-drained")
 
     def drain(self, direction: st.Direction) -> Detail:
@@ -291,7 +292,7 @@ class DryRun:
 
     def groups_empty(self, side: ClusterSide) -> Detail:
         return self._would(f"wait until the selected groups have no members on the {side} cluster "
-                           f"(give up after {self.plan.spec.switch.groups_timeout:.0f}s)")
+                           f"(give up after {exact(self.plan.spec.switch.groups_timeout)}s)")
 
     def sync_groups(self, direction: st.Direction) -> Detail:
         from cutover.mirror import groups
@@ -325,8 +326,8 @@ class DryRun:
         side = "old" if direction == "forward" else "new"
         held = waits.quiet_period(self.plan, hooks.command(self.plan, "freeze_producers") is not None)
         return self._would(f"check the {side} cluster took no write since the drain; copy any late record (a "
-                           "producer the freeze missed) and sync the groups again before the clients switch; "
-                           f"keep the freeze until its end offsets have stood still for {held:g}s since wait-quiet")
+                           "producer the freeze missed) and sync the groups again before the clients switch; keep "
+                           f"the freeze until its end offsets have stood still for {exact(held)}s since wait-quiet")
 
     def reopen_mirror(self) -> Detail:
         return self._would("mark the forward mirror as free to run again in its state on the new cluster (the "

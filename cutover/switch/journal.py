@@ -357,6 +357,10 @@ class Journal:
         _fold(self.history, json.loads(line))
 
 
+class Locked(Refused):
+    """Another promote, rollback, complete or cancel of this plan holds the lock (the not-running check)."""
+
+
 def acquire(folder: Path, what: str) -> int:
     """Take the plan's switch lock (non-blocking); refuse with who holds it."""
     try:
@@ -371,7 +375,7 @@ def acquire(folder: Path, what: str) -> int:
         holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "another process"
         os.close(fd)
         if exc.errno in (errno.EAGAIN, errno.EACCES):
-            raise Refused(f"another promote or rollback is running for this plan: {holder}",
+            raise Locked(f"another promote or rollback is running for this plan: {holder}",
                           fix="wait for it to finish (cutover status shows it), or stop it") from None
         raise
     owner = json.dumps({"what": what, "host": socket.gethostname(), "pid": os.getpid(),

@@ -92,19 +92,22 @@ class StepPlan:
 
 @dataclass(frozen=True)
 class Explanation:
-    """The dry-run: every precondition evaluated live, and what each step would do."""
+    """The dry-run: every precondition evaluated live, and what each step would do. An execution that a
+    precondition refuses says the same of its checks (`dry_run` false, no steps: none ran), so automation
+    reads one shape either way."""
 
     action: str
     plan: str
     phase: str
     checks: tuple[Outcome, ...]
     steps: tuple[StepPlan, ...]
+    dry_run: bool = True
 
     @property
     def passed(self) -> bool:
         return all(o.refusal is None for o in self.checks)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "plan": self.plan, "dry_run": True, "phase": self.phase,
+        return {"action": self.action, "plan": self.plan, "dry_run": self.dry_run, "phase": self.phase,
                 "checks": [o.as_dict() for o in self.checks], "passed": self.passed,
                 "steps": [s.as_dict() for s in self.steps]}

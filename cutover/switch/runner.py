@@ -30,12 +30,23 @@ class Options:
     leave: leftovers.Leave = leftovers.DEFAULT
 
 
-class StepFailed(CutoverError):
-    """A switch step failed; the journal says where, and a re-run continues there."""
+class Refusal(Refused):
+    """Preconditions refused (exit 3): `checks` is every precondition's verdict, which the CLI prints as the
+    dry run does, for automation that runs --execute -o json."""
 
-    def __init__(self, message: str, *, fix: str, exit_code: ExitCode) -> None:
+    def __init__(self, message: str, *, fix: str, checks: Explanation) -> None:
+        super().__init__(message, fix=fix)
+        self.checks = checks
+
+
+class StepFailed(CutoverError):
+    """A switch step failed; the journal says where, and a re-run continues there. `checks`: the
+    preconditions' verdicts when the step was the hold whose recheck refused."""
+
+    def __init__(self, message: str, *, fix: str, exit_code: ExitCode, checks: Explanation | None = None) -> None:
         super().__init__(message, fix=fix)
         self.exit_code = exit_code
+        self.checks = checks
 
 
 def _checks(plan: Plan, action: Action, history: History, opts: Options, locked: bool) -> list[checks.Check]:
@@ -56,7 +67,8 @@ def _checks(plan: Plan, action: Action, history: History, opts: Options, locked:
                 def run_now() -> None:
                     from cutover.verify import run as verify_run
                     verify_run.verify(plan, verify_run.Options())
-            out += [checks.verified(plan, run_now), checks.tables_handover(plan)]
+            out += [checks.verified(plan, run_now, at_execute=opts.verify_now and opts.dry_run),
+                    checks.tables_handover(plan)]
         out += [checks.mirror_lag(plan, opts.timeout), checks.groups_idle(plan, "old", "new", opts.timeout)]
         if plan.spec.readers:
             out.append(checks.readers_movable(plan))
@@ -109,14 +121,36 @@ def explain(plan: Plan, action: Action, opts: Options) -> Explanation:
     return Explanation(action, plan.name, history.phase(), tuple(outcomes), tuple(listed))
 
 
-def refusal(action: str, outcomes: list[checks.Outcome], when: str = "") -> Refused:
-    failed = [o for o in outcomes if o.refusal]
+def refusal(explained: Explanation, when: str = "") -> Refusal:
+    """The refusal of every failing precondition, named in the message, all verdicts kept for stdout."""
+    failed = [o for o in explained.checks if o.refusal]
     lines = "\n".join(f"  - {o.name}: {o.refusal}" for o in failed)
-    return Refused(f"{action} refused{when} by {len(failed)} precondition(s):\n{lines}",
-                   fix=f"fix what each says, then run cutover {action} again (--dry-run checks without acting)")
+    action = explained.action
+    return Refusal(f"{action} refused{when} by {len(failed)} precondition(s):\n{lines}",
+                   fix=f"fix what each says, then run cutover {action} again (--dry-run checks without acting)",
+                   checks=explained)
+
+
+def _refused(plan: Plan, action: Action, history: History, outcomes: list[checks.Outcome],
+             when: str = "") -> Refusal | None:
+    """The refusal of an execution (no step ran, or the hold's recheck), or None when every check held."""
+    if not any(o.refusal for o in outcomes):
+        return None
+    return refusal(Explanation(action, plan.name, history.phase(), tuple(outcomes), (), dry_run=False), when)
 
 
 def execute(plan: Plan, action: Action, opts: Options) -> SwitchResult:
+    try:
+        return _execute(plan, action, opts)
+    except journal.Locked as exc:  # the not-running precondition, found by the lock itself
+        lock = checks.lock_free(plan)
+        refused = _refused(plan, action, journal.read(journal.directory(plan)),
+                           [checks.Outcome(lock.name, lock.expects, exc.message)])
+        assert refused is not None
+        raise refused from None
+
+
+def _execute(plan: Plan, action: Action, opts: Options) -> SwitchResult:
     folder = journal.directory(plan)
     with Journal.open(folder, action) as j:
         history = j.history
@@ -128,9 +162,9 @@ def execute(plan: Plan, action: Action, opts: Options) -> SwitchResult:
                 journal.close(folder, history.ended or {})
             progress(f"already {history.phase()}: nothing to do (record {folder / journal.RECORD})")
             return _ended(plan, action, history.ended or {}, already=True)
-        outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=True))
-        if any(o.refusal for o in outcomes):
-            raise refusal(action, outcomes)
+        refused = _refused(plan, action, history, checks.evaluate(_checks(plan, action, history, opts, locked=True)))
+        if refused is not None:
+            raise refused
         todo = _build(plan, action, history)
         run = uuid.uuid4().hex[:12]
         done = history.done_steps(action)
@@ -185,8 +219,9 @@ def _ended(plan: Plan, action: Action, record: dict[str, Any], already: bool = F
 def _recheck(plan: Plan, action: Action, history: History, opts: Options) -> dict[str, Any]:
     """After a hold: the preconditions the attempt began under, evaluated again now."""
     outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=True))
-    if any(o.refusal for o in outcomes):
-        raise refusal(action, outcomes, when=" when the hold was released")
+    refused = _refused(plan, action, history, outcomes, when=" when the hold was released")
+    if refused is not None:
+        raise refused
     return {"rechecked": [o.name for o in outcomes]}
 
 
@@ -209,6 +244,7 @@ def _one(j: Journal, fx: Live, run: str, step: steps.Step, action: str) -> None:
             raise
         code = exc.exit_code if exc.exit_code != ExitCode.USAGE else ExitCode.ERROR
         raise StepFailed(f"{action} stopped at step {step.name}: {message}", exit_code=code,
+                         checks=exc.checks if isinstance(exc, Refusal) else None,
                          fix=(exc.fix + "; " if exc.fix else "") + f"then run cutover {action} --execute again to "
                          f"continue from {step.name}" + (", or cutover rollback --execute to go back"
                                                          if action == "promote" else "")) from None

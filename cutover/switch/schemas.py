@@ -11,9 +11,10 @@ target holds another schema under a needed id) is a precondition's refusal, befo
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from cutover.errors import Refused
+from cutover.errors import CutoverError, Refused
 from cutover.plan import Plan
 from cutover.registry import audit as audit_mod
 from cutover.registry import sync as sync_mod
@@ -26,23 +27,45 @@ def _reverse(direction: str) -> bool:
 
 
 def refusal(plan: Plan, direction: str, timeout: float) -> str | None:
-    """Why the registry would refuse the switch (read-only), or None."""
+    """Why the registry would refuse the switch (read-only), or None: the sync's plan and, for promote, the
+    audit of the new cluster's records, both gathered (a clash does not hide an unknown id), then judged."""
     if plan.spec.registry is None:
         return None
     planned = sync_mod.run(plan, False, timeout, _reverse(direction))
-    if planned.refusals:
-        return "; ".join(planned.refusals)
-    if _reverse(direction):
-        return None
-    to_copy = {m.version.id for m in planned.to_copy}
-    result = audit_mod.audit(plan, "new", False, timeout)
-    blocking = [f for f in result.failures if not (f.kind == "missing-on-new" and f.schema_id in to_copy)]
-    if blocking:
-        f = blocking[0]
-        where = f" at {f.topic}/{f.partition} offset {f.offset}" if f.topic is not None else ""
-        return f"registry audit of the new cluster: {f.kind}{where}: {f.text}" + (
-            f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else "")
-    return None
+    audited: audit_mod.AuditResult | str | None = None
+    if not _reverse(direction):
+        try:
+            audited = audit_mod.audit(plan, "new", False, timeout)
+        except CutoverError as exc:  # said beside the sync's refusals, which still count
+            audited = f"could not audit the new cluster's records: {exc.message}"
+    return judge(planned.refusals, {m.version.id for m in planned.to_copy}, audited)
+
+
+def judge(sync_refusals: Sequence[str], to_copy: Collection[int], audited: audit_mod.AuditResult | str | None,
+          ) -> str | None:
+    """Every clash of the sync and every audit failure that blocks (pure: the sync's refusals, the ids it
+    would copy and the audit are given). An id missing on the new registry that the sync copies does not
+    block; failures the audit only counted (beyond the ones it keeps per kind) are said as a count."""
+    problems = list(sync_refusals)
+    if isinstance(audited, str):
+        problems.append(audited)
+    elif audited is not None:
+        failures, counted = audit_problems(audited, to_copy)
+        problems += [f"registry audit of the new cluster: {line}" for line in failures] + counted
+    return "; ".join(problems) or None
+
+
+def audit_problems(audited: audit_mod.AuditResult, to_copy: Collection[int] = ()) -> tuple[list[str], list[str]]:
+    """Each blocking failure of an audit of the new cluster, with where it was first found; and the failures
+    of those kinds it only counted."""
+    blocking = [f for f in audited.failures if not (f.kind == "missing-on-new" and f.schema_id in to_copy)]
+    failures = [f"{f.kind}" + (f" at {f.topic}/{f.partition} offset {f.offset}" if f.topic is not None else "")
+                + f": {f.text}" for f in blocking]
+    kinds = {f.kind for f in blocking}
+    counted = [f"and {n} more {kind} failure(s) beyond the {audit_mod.MAX_FAILURES} the audit keeps per kind "
+               "(cutover registry audit lists them)" for kind, n in sorted(audited.more_failures.items())
+               if kind in kinds]
+    return failures, counted
 
 
 def _synced(plan: Plan, direction: str, timeout: float) -> sync_mod.SyncPlan:
@@ -63,8 +86,8 @@ def prepare(plan: Plan, direction: str, timeout: float) -> Detail:
         result = audit_mod.audit(plan, "new", False, timeout)
         detail["audit"] = {"records": result.records, "ids": sorted(result.ids), "passed": result.passed}
         if not result.passed:
-            f = result.failures[0]
-            raise Refused(f"registry audit of the new cluster failed: {f.kind}: {f.text}",
+            failures, counted = audit_problems(result)
+            raise Refused("registry audit of the new cluster failed: " + "; ".join([*failures, *counted]),
                           fix="run cutover registry audit --plan FILE for every failure; fix it, then promote again")
     return detail
 

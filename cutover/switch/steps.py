@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cutover.common import exact
 from cutover.mirror.state import Direction
 from cutover.plan import ClusterSide, Plan, TablePair
 from cutover.plan.model import Reader
@@ -109,11 +110,11 @@ def _check(side: ClusterSide, direction: Direction) -> Step:
 def _wait_quiet(plan: Plan, side: ClusterSide) -> Step:
     if plan.spec.hooks.get("freeze_producers"):
         what = (f"wait until no transaction is open on the {side} cluster (the freeze_producers hook having returned, "
-                f"its end offsets must then stand still for {float(plan.spec.gates.quiet_confirm):g}s, checked across "
-                "the drain, to check-drained)")
+                f"its end offsets must then stand still for {exact(plan.spec.gates.quiet_confirm)}s, checked "
+                "across the drain, to check-drained)")
     else:
         what = (f"wait until the {side} cluster's end offsets stand still and no transaction is open (the "
-                f"{plan.spec.gates.quiet_period:.0f}s quiet period runs on across the drain, to check-drained)")
+                f"{exact(plan.spec.gates.quiet_period)}s quiet period runs on across the drain, to check-drained)")
     return Step("wait-quiet", what, lambda fx: fx.quiet(side))
 
 

@@ -101,7 +101,9 @@ def test_a_flink_job_moves_from_its_savepoint_and_reads_every_record_once(
     dry = cutover("readers", "translate", "--plan", str(plan_file), "--reader", "clicks", "--dry-run", "-o", "json")
     assert dry.code == 0, dry.err
     moved = dry.json()
-    assert moved["savepoint"] == first_savepoint.removeprefix("file:") and moved["canary"] == []
+    assert moved["savepoint"] == first_savepoint.removeprefix("file:")
+    assert [(c["partition"], c["source_offset"], c["target_offset"], c["same"]) for c in moved["canary"]] == [
+        (0, 23, 20, True), (1, 22, 20, True)]
     assert [(p["topic"], p["partition"], p["source_offset"]) for p in moved["positions"]] == [
         (topic, 0, 23), (topic, 1, 22)]  # 20 records each, the aborted ones (2 and 1) and their markers
     assert all(p["target_offset"] == 20 for p in moved["positions"])  # on new: only the 20 committed records

@@ -223,7 +223,7 @@ def test_rights_move_with_the_workload_and_the_promote_waits_for_them(world: Wor
     assert f"DENY {n['denied']} READ on TOPIC LITERAL '{ns}.secret' from host *" in \
         _lines(report, n["denied"], "create")
     quota_lines = _lines(report, u["quota"], "create")
-    assert f"quota of user '{world.users['quota']}': producer_byte_rate=1.04858e+06" in quota_lines
+    assert f"quota of user '{world.users['quota']}': producer_byte_rate=1048576" in quota_lines
     assert f"SCRAM user {world.users['quota']} (SCRAM-SHA-256, 8192 iterations)" in quota_lines
     assert f"quota of client-id '{ns}-client': consumer_byte_rate=2048" in \
         _lines(report, "(client-id and ip quotas)", "create")

@@ -119,6 +119,9 @@ def test_switch_explanation_and_result() -> None:
                    {"name": "mirror-lag", "expects": "lag at most 0", "passed": False, "reason": "lag 4 > gate 0"}],
         "steps": [{"name": "hold", "does": "hold while the postpone file exists", "done_earlier": False,
                    "would": ["go on at once"]}]})
+    refused = Explanation("cancel", "m", "ready", (Outcome("hooks", "hooks run", "no-such-hook is missing"),), (),
+                          dry_run=False).as_dict()  # --execute refused: the same shape, no step ran
+    assert (refused["dry_run"], refused["passed"], refused["steps"]) == (False, False, [])
     summary = {"freeze_window": {"frozen_at": "2026-11-23T05:00:00.000Z", "switched_at": "2026-11-23T05:00:09.500Z",
                                  "seconds": 9.5},
                "past_point_of_no_return": True, "carried_back": 12,

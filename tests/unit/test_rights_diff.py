@@ -80,3 +80,15 @@ def test_allow_everyone_if_no_acl_found_on_the_target_lets_anyone_in() -> None:
     findings, _ = compare(old, new, SELECTED, MAP)
     anyone = {(f.resource_type, f.operation) for f in findings if f.principal == "User:*"}
     assert ("TRANSACTIONAL_ID", "WRITE") in anyone  # a transactional id with no ACL left: open to everyone
+
+
+def test_a_quota_is_described_with_its_exact_value_never_rounded() -> None:
+    from cutover.common import exact
+    from cutover.rights.diff import Change
+
+    change = Change("quota", "", entity=(("client-id", "app"),), quotas=(
+        ("consumer_byte_rate", 1048576.0), ("producer_byte_rate", 3e9), ("request_percentage", 12.345678),
+        ("controller_mutation_rate", None)))
+    assert change.describe() == ("quota of client-id 'app': consumer_byte_rate=1048576, producer_byte_rate=3000000000, "
+                                 "request_percentage=12.345678, controller_mutation_rate=(removed)")
+    assert [exact(v) for v in (0.1, 2.5e-07, 1e21, 7)] == ["0.1", "2.5e-07", "1000000000000000000000", "7"]
