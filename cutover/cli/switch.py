@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cutover.cli.options import Seconds, output_option, plan_option, stop_on_signals, timeout_option
-from cutover.errors import UsageError
+from cutover.errors import UnreachableError, UsageError
 from cutover.output import Format, emit, progress, table
 
 if TYPE_CHECKING:
@@ -36,6 +36,11 @@ def _switch_command(action: Action, doc: str) -> click.Command:
             emit(explained, fmt, render_explained)
             if not explained.passed:
                 raise runner.refusal(explained)
+            if explained.unknown:
+                raise UnreachableError(f"the dry run could not say what {len(explained.unknown)} step(s) would do:\n"
+                                       + "\n".join(f"  - {u}" for u in explained.unknown),
+                                       fix=f"make what each names reachable, then run cutover {action} --dry-run "
+                                           "again")
             return 0
         if not execute:  # a person at a terminal: show the plan, then ask
             progress(render_explained(runner.explain(plan, action, opts)))

@@ -248,6 +248,9 @@ class DryRun:
                  action: str = "promote", leave: leftovers.Leave = leftovers.DEFAULT, timeout: float = 30.0) -> None:
         self.plan, self.action, self.leave, self.timeout = plan, action, leave, timeout
         self.lines: list[str] = []
+        #: What a step's dry run could not find out (a cluster out of reach), each with why: an explanation that
+        #: is not whole, which the command says (exit 1) rather than letting "would find nothing" pass for it.
+        self.unknown: list[str] = []
         self.step = ""
         #: Reads which selected groups also read topics the plan does not mirror (read-only).
         self.outside = outside or _outside
@@ -255,6 +258,10 @@ class DryRun:
     def _would(self, text: str) -> Detail:
         self.lines.append(text)
         return {"would": text}
+
+    def _unknown(self, text: str) -> Detail:
+        self.unknown.append(text)
+        return self._would(f"({text})")
 
     def hook(self, event: str, **context: str | None) -> Detail | None:
         argv = hooks.command(self.plan, event)
@@ -302,7 +309,7 @@ class DryRun:
         try:  # read-only: which selected groups also read topics the plan does not mirror
             others = self.outside(self.plan, direction, self.timeout)
         except CutoverError as exc:
-            return self._would(f"(could not read the groups on the {src} cluster: {exc.message})")
+            return self._unknown(f"could not read the groups on the {src} cluster: {exc.message}")
         for group, tps in others.items():
             topics = ", ".join(f"{t['topic']} (partitions {', '.join(map(str, t['partitions']))})"
                                for t in groups.unmirrored_topics(tps))
@@ -349,7 +356,7 @@ class DryRun:
         try:
             items = leftovers.find(self.plan, self.action, kinds, self.leave, self.timeout)  # type: ignore[arg-type]
         except CutoverError as exc:
-            return self._would(f"(could not list the {', '.join(kinds)}s: {exc.message})")
+            return self._unknown(f"could not list the {', '.join(kinds)}s: {exc.message}")
         if not items:
             return self._would(f"find no {', '.join(kinds)}: nothing to remove")
         for item in items:

@@ -85,9 +85,12 @@ class StepPlan:
     does: str
     done_earlier: bool
     would: tuple[str, ...]
+    #: What the dry run could not find out for this step, and why (empty when it could say everything).
+    unknown: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "does": self.does, "done_earlier": self.done_earlier, "would": list(self.would)}
+        return {"name": self.name, "does": self.does, "done_earlier": self.done_earlier, "would": list(self.would),
+                "unknown": list(self.unknown)}
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,12 @@ class Explanation:
     def passed(self) -> bool:
         return all(o.refusal is None for o in self.checks)
 
+    @property
+    def unknown(self) -> list[str]:
+        """`step: what it could not find out`, for every step the dry run could not fully explain."""
+        return [f"{s.name}: {u}" for s in self.steps for u in s.unknown]
+
     def as_dict(self) -> dict[str, Any]:
         return {"action": self.action, "plan": self.plan, "dry_run": self.dry_run, "phase": self.phase,
                 "checks": [o.as_dict() for o in self.checks], "passed": self.passed,
-                "steps": [s.as_dict() for s in self.steps]}
+                "steps": [s.as_dict() for s in self.steps], "explained": not self.unknown}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,13 +112,16 @@ def explain(plan: Plan, action: Action, opts: Options) -> Explanation:
     history = journal.read(journal.directory(plan))
     outcomes = checks.evaluate(_checks(plan, action, history, opts, locked=False))
     done = history.done_steps(action)
-    fx = DryRun(plan, action=action, leave=opts.leave, timeout=opts.timeout)
-    listed = []
-    for step in _build(plan, action, history):
-        fx.lines = []
+
+    def say(step: steps.Step) -> StepPlan:
+        fx = DryRun(plan, action=action, leave=opts.leave, timeout=opts.timeout)
         if step.name not in done:
             step.act(fx)
-        listed.append(StepPlan(step.name, step.does, step.name in done, tuple(fx.lines)))
+        return StepPlan(step.name, step.does, step.name in done, tuple(fx.lines), tuple(fx.unknown))
+
+    todo = _build(plan, action, history)
+    with ThreadPoolExecutor(max(1, len(todo)), thread_name_prefix="dry-run") as pool:  # read-only, side by side
+        listed = list(pool.map(say, todo))
     return Explanation(action, plan.name, history.phase(), tuple(outcomes), tuple(listed))
 
 

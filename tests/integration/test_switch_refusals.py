@@ -83,3 +83,21 @@ def test_a_dry_run_with_verify_says_that_verify_runs_at_execute_and_what_it_read
         f"{ns}.orders has never been verified (run cutover verify, or promote --verify); with --verify, promote "
         "--execute runs cutover verify before this check: the dry run changes nothing, so it read the last "
         "recorded results")
+
+
+def test_a_dry_run_that_cannot_say_what_a_step_would_do_says_so_and_exits_1(
+        sandbox: Sandbox, ns: str, tmp_path: Path, silent_port: int) -> None:
+    """cancel's dry run with the old cluster hanging: its preconditions ask only the new cluster and pass, but
+    a step cannot list what it would remove (the mirror's state, found through the old cluster's id). That is
+    no "would find nothing": exit 1, each step named with why, `explained` false in JSON."""
+    hung = _plan(sandbox, ns, tmp_path, clusters={"old": {"bootstrap.servers": f"127.0.0.1:{silent_port}"}})
+    run = cutover("cancel", "--plan", str(hung.file), "--dry-run", "--timeout", "3", "-o", "json", timeout=120)
+    assert run.code == 1, run.err
+    shown = run.json()
+    assert shown["passed"] and shown["explained"] is False
+    unknown = {s["name"]: s["unknown"] for s in shown["steps"] if s["unknown"]}
+    assert "remove-mirror-state" in unknown, shown["steps"]
+    assert all(f"127.0.0.1:{silent_port}" in u[0] for u in unknown.values()), unknown
+    assert f"the dry run could not say what {len(unknown)} step(s) would do" in run.err, run.err
+    assert "fix: make what each names" in run.err
+    assert "a bug in cutover" not in run.err and "Traceback" not in run.err

@@ -118,7 +118,7 @@ def test_switch_explanation_and_result() -> None:
         "checks": [{"name": "phase", "expects": "the phase allows promote", "passed": True, "reason": None},
                    {"name": "mirror-lag", "expects": "lag at most 0", "passed": False, "reason": "lag 4 > gate 0"}],
         "steps": [{"name": "hold", "does": "hold while the postpone file exists", "done_earlier": False,
-                   "would": ["go on at once"]}]})
+                   "would": ["go on at once"], "unknown": []}], "explained": True})
     refused = Explanation("cancel", "m", "ready", (Outcome("hooks", "hooks run", "no-such-hook is missing"),), (),
                           dry_run=False).as_dict()  # --execute refused: the same shape, no step ran
     assert (refused["dry_run"], refused["passed"], refused["steps"]) == (False, False, [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
+from collections.abc import Callable
 
 from cutover.mirror.status import GapStatus, MirrorStatus, PartitionStatus
 from cutover.plan.model import LagGate
@@ -97,3 +98,31 @@ def test_rights_match_names_every_blocking_finding() -> None:
     assert found is not None and found.startswith("5 rights finding(s): User:app0 may no longer READ TOPIC 'orders'")
     assert all(f"User:app{i} may no longer READ" in found for i in range(5)) and "more" not in found
     assert rights_run.judge([]) is None
+
+
+def test_the_preconditions_are_evaluated_side_by_side_in_their_order() -> None:
+    """A dry run with a cluster out of reach waits about one timeout, not one per check: each check here passes only
+    when all of them run at once (a barrier), and the outcomes keep the list's order."""
+    import threading
+
+    from cutover.errors import UnreachableError
+    from cutover.switch.checks import Check, evaluate
+
+    together = threading.Barrier(4, timeout=30)
+
+    def waits(reason: str | None) -> Callable[[], str | None]:
+        def test() -> str | None:
+            together.wait()
+            return reason
+        return test
+
+    def unreachable() -> str | None:
+        together.wait()
+        raise UnreachableError("could not reach the old cluster", fix="start it")
+
+    checks = [Check("a", "a holds", waits(None)), Check("b", "b holds", waits("b is wrong")),
+              Check("c", "c holds", unreachable), Check("d", "d holds", waits(None))]
+    outcomes = evaluate(checks)
+    assert [(o.name, o.refusal) for o in outcomes] == [
+        ("a", None), ("b", "b is wrong"), ("c", "could not check: could not reach the old cluster"), ("d", None)]
+
