@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from cutover.errors import CutoverError
 from cutover.plan import Plan
+from cutover.plan.model import Endpoint
 
 log = logging.getLogger("cutover.exporter")
 #: The switch's phases, each a series (1 for the current one), so that a dashboard draws the changes.
@@ -205,16 +206,16 @@ def _timed(probe: Callable[[], object]) -> tuple[bool, float]:
         return False, time.monotonic() - began
 
 
-def serve(plan: Plan, port: int, interval: float, timeout: float, stop: threading.Event) -> None:
-    """Serve the exporter's metrics on `port` until `stop` is set, a snapshot every `interval` seconds."""
+def serve(plan: Plan, at: Endpoint, interval: float, timeout: float, stop: threading.Event) -> None:
+    """Serve the exporter's metrics at `at` until `stop` is set, a snapshot every `interval` seconds."""
     from cutover.mirror.metrics import serve as http
     from cutover.output import progress
 
     exporter = Exporter(plan, timeout)
     registry = CollectorRegistry()
     registry.register(exporter)
-    http(registry, port)  # a port in use is named before anything is read
-    progress(f"exporter: serving http://0.0.0.0:{port}/metrics, a snapshot every {interval:.0f}s")
+    http(registry, at, "exporter")  # a port in use is named before anything is read
+    progress(f"exporter: a snapshot every {interval:.0f}s")
     while True:
         exporter.refresh()
         if stop.wait(interval):

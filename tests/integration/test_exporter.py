@@ -57,9 +57,10 @@ def test_the_exporter_serves_the_switch_the_lake_and_the_mirror_state(sandbox: S
         wait_for(lambda: value(scrape(port), "cutover_exporter_snapshot_timestamp_seconds") > first, 30,
                  "a second snapshot")
 
-        # a port in use: named, its own exit code, nothing served
+        # a port in use: named by the command's own option, its own exit code, nothing served
         taken = cutover("exporter", "--plan", str(plan_file), "--port", str(port))
-        assert taken.code == ExitCode.USAGE and f"cannot serve metrics on port {port}" in taken.err, taken.err
+        assert taken.code == ExitCode.USAGE, taken.err
+        assert f"--port {port}: cannot serve metrics on 127.0.0.1:{port}: Address already in use" in taken.err
     finally:
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=60)
