@@ -1,7 +1,8 @@
 """`cutover exporter`: Prometheus metrics of everything a switch depends on that the mirror and the shadow
 do not serve themselves: the switch's phase, steps and freeze window (from the plan's journal), the last
 verify of each table, the catalog, the object store and the registries (probed), each mirror direction's
-lag, gaps and group syncs, and whether the reverse mirror runs.
+lag, gaps and group syncs (the reverse direction's once the reverse mirror has state), and whether the reverse
+mirror runs.
 
 It reads; it changes nothing. Every `interval` it takes a fresh snapshot, and each scrape serves the
 latest one: a scrape never waits on a cluster. A part it cannot read is counted in
@@ -23,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from cutover.errors import CutoverError
 from cutover.plan import Plan
+from cutover.plan.model import Endpoint
 
 log = logging.getLogger("cutover.exporter")
 #: The switch's phases, each a series (1 for the current one), so that a dashboard draws the changes.
@@ -44,7 +46,8 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     "cutover_verify_passed": ("1 when the table's last verify passed its gates", ("table",)),
     "cutover_verify_timestamp_seconds": ("When the table's last verify ran", ("table",)),
     "cutover_mirror_state_lag_records": ("Records behind, as the mirror's state and the source's end offsets say "
-                                         "(the mirror's own metrics give them per partition)", ("direction",)),
+                                         "(the mirror's own metrics give them per partition); reverse: none until "
+                                         "the reverse mirror has state", ("direction",)),
     "cutover_mirror_gaps": ("Ranges the mirror could not copy (retention deleted them first): DATA LOSS when above 0",
                             ("direction",)),
     "cutover_group_synced_timestamp_seconds": ("When the group's offsets were last translated to the target",
@@ -151,6 +154,8 @@ class Exporter(Collector):
 
         for direction in ("forward", "reverse"):
             s = status.status(self.plan, direction, self.timeout)
+            if direction == "reverse" and not s.started:
+                continue  # it starts at promote, at the new cluster's end offsets: no lag to report before
             out.set("cutover_mirror_state_lag_records", float(s.lag), direction=direction)
             out.set("cutover_mirror_gaps", float(len(s.gaps)), direction=direction)
             for g in s.groups:
@@ -201,16 +206,16 @@ def _timed(probe: Callable[[], object]) -> tuple[bool, float]:
         return False, time.monotonic() - began
 
 
-def serve(plan: Plan, port: int, interval: float, timeout: float, stop: threading.Event) -> None:
-    """Serve the exporter's metrics on `port` until `stop` is set, a snapshot every `interval` seconds."""
+def serve(plan: Plan, at: Endpoint, interval: float, timeout: float, stop: threading.Event) -> None:
+    """Serve the exporter's metrics at `at` until `stop` is set, a snapshot every `interval` seconds."""
     from cutover.mirror.metrics import serve as http
     from cutover.output import progress
 
     exporter = Exporter(plan, timeout)
     registry = CollectorRegistry()
     registry.register(exporter)
-    http(registry, port)  # a port in use is named before anything is read
-    progress(f"exporter: serving http://0.0.0.0:{port}/metrics, a snapshot every {interval:.0f}s")
+    http(registry, at, "exporter")  # a port in use is named before anything is read
+    progress(f"exporter: a snapshot every {interval:.0f}s")
     while True:
         exporter.refresh()
         if stop.wait(interval):

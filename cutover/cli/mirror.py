@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cutover.cli.options import output_option, plan_option, stop_on_signals, timeout_option
+from cutover.cli.options import metrics_options, output_option, plan_option, stop_on_signals, timeout_option
 from cutover.errors import UsageError
 from cutover.output import Format, emit, progress, table
 
@@ -33,8 +33,7 @@ _reverse = click.option("--reverse", is_flag=True,
 @click.option("--allow-existing-target", is_flag=True,
               help="Adopt target topics that already hold records or have fewer partitions.")
 @click.option("--allow-rewind", is_flag=True, help="Let group sync move a target group backwards.")
-@click.option("--metrics-port", type=click.IntRange(1, 65535),
-              help="Serve Prometheus metrics on this port [default: the plan's observability.ports].")
+@metrics_options
 @click.option("--ready-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Create FILE once the mirror owns its partitions and is copying (for supervisors).")
 @click.option("--idle-when-closed", is_flag=True,
@@ -51,7 +50,8 @@ _reverse = click.option("--reverse", is_flag=True,
 def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: bool, follow: bool, shard: str,
                  workers: int,
                  reverse: bool,
-                 allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, ready_file: str | None,
+                 allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, metrics_host: str | None,
+                 ready_file: str | None,
                  idle_when_closed: bool, armed_file: str | None, go_file: str | None, armed_by: int | None, fmt: Format,
                  timeout: float) -> int:
     """Copy the plan's topics and consumer-group offsets, exactly once, from the old cluster to the new.
@@ -82,7 +82,8 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
                           allow_rewind=allow_rewind, timeout=timeout,
-                          metrics_port=plan.metrics_port("reverse_mirror" if reverse else "mirror", metrics_port),
+                          metrics_at=plan.metrics_endpoint("reverse_mirror" if reverse else "mirror", metrics_port,
+                                                           metrics_host),
                           on_ready=(lambda: Path(ready_file).touch()) if ready_file else None)
     with stop_on_signals() as stop:
         if workers > 1:

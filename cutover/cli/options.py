@@ -34,6 +34,23 @@ def catalog_option(f: F) -> F:
     )(f)
 
 
+def metrics_host_option(f: F) -> F:
+    """--metrics-host of every command that serves Prometheus metrics: loopback unless told otherwise."""
+    return click.option(
+        "--metrics-host", metavar="HOST",
+        help="Serve the metrics on this address [default: the plan's observability.host, else 127.0.0.1: this "
+        "host only]; 0.0.0.0 serves them on every interface.",
+    )(f)
+
+
+def metrics_options(f: F) -> F:
+    """--metrics-port and --metrics-host of the commands that serve their metrics while they work (mirror, shadow)."""
+    return click.option(
+        "--metrics-port", type=click.IntRange(1, 65535), metavar="N",
+        help="Serve Prometheus metrics on this port [default: the plan's observability.ports].",
+    )(metrics_host_option(f))
+
+
 def plan_option(f: F) -> F:
     return click.option(
         "--plan", "plan_file", required=True, envvar="CUTOVER_PLAN", metavar="FILE",

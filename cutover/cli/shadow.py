@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cutover.cli.options import output_option, plan_option, stop_on_signals, timeout_option
+from cutover.cli.options import metrics_options, output_option, plan_option, stop_on_signals, timeout_option
 from cutover.errors import UsageError
 from cutover.output import Format, emit, table
 
@@ -53,15 +53,14 @@ def parse_start_offsets(text: str | None) -> dict[str, dict[int, int]] | None:
               help="Override the plan: send undecodable records to the dead-letter table, or stop.")
 @click.option("--canonical", is_flag=True,
               help="Write the pair's old (canonical) table, as after promote, instead of its new table.")
-@click.option("--metrics-port", type=click.IntRange(1, 65535),
-              help="Serve Prometheus metrics on this port [default: the plan's observability.ports].")
+@metrics_options
 @output_option
 @timeout_option(whole=False)
 @click.pass_context
 def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, until_caught_up: bool, follow: bool,
                  cluster: str, start: str,
                  start_offsets: str | None, on_bad_record: str | None, canonical: bool, metrics_port: int | None,
-                 fmt: Format, timeout: float) -> int:
+                 metrics_host: str | None, fmt: Format, timeout: float) -> int:
     """Write each table pair's new Iceberg table from the cluster's topics with Spark, exactly once.
 
     Every commit stamps the Kafka cluster id and per-partition offsets in its snapshot
@@ -81,7 +80,8 @@ def shadow_group(ctx: click.Context, plan_file: str | None, which: str | None, u
     plan = load_plan(plan_file)
     opts = job.Options(mode=mode, cluster=cluster, table=which, start=start,  # type: ignore[arg-type]
                        start_offsets=offsets, on_bad_record=on_bad_record,  # type: ignore[arg-type]
-                       canonical=canonical, timeout=timeout, metrics_port=plan.metrics_port("shadow", metrics_port))
+                       canonical=canonical, timeout=timeout,
+                       metrics_at=plan.metrics_endpoint("shadow", metrics_port, metrics_host))
     with stop_on_signals() as stop:
         summary = job.run(plan, opts, stop)
     emit(summary, fmt, _render)

@@ -108,8 +108,8 @@ def _shadow_metrics(plan: Plan) -> ShadowMetrics:
     """What the drill's shadow runs count into, for its timeline; served on the plan's shadow port when given."""
     from cutover.shadow.metrics import ShadowMetrics
 
-    port = plan.metrics_port("shadow")
-    return ShadowMetrics(None) if port is None else ShadowMetrics.serving(port)
+    at = plan.metrics_endpoint("shadow")
+    return ShadowMetrics(None) if at is None else ShadowMetrics.serving(at)
 
 
 def _remember(plan: Plan, runbook: Runbook, result: dict[str, Any], folder: Path) -> None:

@@ -7,7 +7,9 @@ with its log in the sandbox folder:
 
 - storage: s3proxy (Maven Central, filesystem backend), one bucket `warehouse`;
 - catalog "rest": Apache Iceberg's REST catalog server (Maven Central, iceberg-open-api),
-  backed by its JDBC catalog on a SQLite file, writing through S3FileIO;
+  backed by its JDBC catalog on a SQLite file, writing through S3FileIO, run by
+  RestCatalogServer.java beside this module so that it listens on 127.0.0.1 only (Iceberg's
+  own main listens on every interface);
 - catalog "postgres": PostgreSQL from the system's packages (initdb, postgres) on a free
   port, TCP on 127.0.0.1 only. PostgreSQL refuses to run as root, so as root it runs as
   the user `nobody`, who must be able to reach the sandbox folder.
@@ -45,6 +47,9 @@ DB_PASSWORD_VAR = "CUTOVER_SANDBOX_CATALOG_PASSWORD"
 DB_USER = "cutover"
 DB_NAME = "postgres"
 READY_TIMEOUT = 90.0
+#: Where every lake server listens: this host only.
+LOOPBACK = "127.0.0.1"
+_REST_PROGRAM = Path(__file__).with_name("RestCatalogServer.java")
 
 
 @dataclass
@@ -76,7 +81,7 @@ class StorageSpec:
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{LOOPBACK}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,8 @@ class CatalogSpec:
     @property
     def uri(self) -> str:
         if self.kind == "rest":
-            return f"http://127.0.0.1:{self.port}"
-        return f"postgresql+psycopg2://{DB_USER}:${{{DB_PASSWORD_VAR}}}@127.0.0.1:{self.port}/{DB_NAME}"
+            return f"http://{LOOPBACK}:{self.port}"
+        return f"postgresql+psycopg2://{DB_USER}:${{{DB_PASSWORD_VAR}}}@{LOOPBACK}:{self.port}/{DB_NAME}"
 
 
 def storage_properties(storage: StorageSpec) -> dict[str, str]:
@@ -191,8 +196,10 @@ def _start_rest(spec: CatalogSpec, storage: StorageSpec, secrets: dict[str, str]
     env = {**os.environ, **S3_COMPAT_ENV, **settings, "AWS_ACCESS_KEY_ID": secrets[ACCESS_KEY_VAR],
            "AWS_SECRET_ACCESS_KEY": secrets[SECRET_KEY_VAR], "AWS_REGION": REGION}
     jar = jvm.resolve(jvm.REST_CATALOG)[0]
-    cmd = [jvm.java(), "-Xms64m", "-Xmx512m", *jvm.LEAN, f"-Dcutover.sandbox.config={spec.config_file}", "-jar",
-           str(jar)]
+    # Iceberg's own main listens on every interface, with no setting to choose one: a program beside this
+    # module runs the same server on 127.0.0.1 only (RestCatalogServer.java).
+    cmd = [jvm.java(), "-Xms64m", "-Xmx512m", *jvm.LEAN, f"-Dcutover.sandbox.config={spec.config_file}", "-cp",
+           str(jar), str(_REST_PROGRAM), LOOPBACK]
     return _start(spec, cmd, env, lambda _log: True)  # Jetty opens the port once the catalog is loaded
 
 
@@ -261,7 +268,7 @@ def _initdb(spec: CatalogSpec, password: str) -> None:
 def _start_postgres(spec: CatalogSpec, secrets: dict[str, str]) -> int:
     _initdb(spec, secrets[DB_PASSWORD_VAR])
     cmd = [*_as_postgres_user(), postgres_bin("postgres"), "-D", str(spec.data_dir),
-           "-c", f"config_file={spec.config_file}", "-p", str(spec.port), "-c", "listen_addresses=127.0.0.1",
+           "-c", f"config_file={spec.config_file}", "-p", str(spec.port), "-c", f"listen_addresses={LOOPBACK}",
            "-c", "unix_socket_directories=", "-c", "logging_collector=off"]
     return _start(spec, cmd, None, lambda log: "database system is ready to accept connections" in log)
 

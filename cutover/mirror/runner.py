@@ -30,6 +30,7 @@ from cutover.mirror.offsetmap import PartitionMap, SourceWentBack, out_of_range
 from cutover.mirror.shard import Shard
 from cutover.output import progress
 from cutover.plan import Plan
+from cutover.plan.model import Endpoint
 
 log = logging.getLogger("cutover.mirror")
 
@@ -41,7 +42,8 @@ class Options:
     until_caught_up: bool = False
     allow_existing_target: bool = False
     allow_rewind: bool = False
-    metrics_port: int | None = None
+    #: where to serve the Prometheus metrics (mirror/metrics.py); None: nowhere
+    metrics_at: Endpoint | None = None
     timeout: float = NETWORK_TIMEOUT
     #: Seconds between progress lines on stderr.
     report_every: float = 5.0
@@ -131,7 +133,7 @@ class Run:
 def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     """Mirror until caught up (or until `stop` is set). Returns the run's summary."""
     r = Run(plan, opts, stop)
-    metrics = Metrics(opts.metrics_port)  # a port in use is named before any cluster is asked
+    metrics = Metrics(opts.metrics_at, opts.direction)  # a port in use is named before any cluster is asked
     rt, sel = r.rt, plan.spec.topics
     r.source_cluster = cluster_id(rt.source, opts.timeout)
     if cluster_id(rt.target, opts.timeout) == r.source_cluster:

@@ -70,6 +70,11 @@ class MirrorStatus:
         return sum(p.lag for p in self.partitions)
 
     @property
+    def started(self) -> bool:
+        """Whether this direction's mirror has state: a position on some partition, or a group it synced."""
+        return any(p.position is not None for p in self.partitions) or bool(self.groups)
+
+    @property
     def gaps(self) -> list[tuple[PartitionStatus, GapStatus]]:
         return [(p, g) for p in self.partitions for g in p.gaps]
 

@@ -56,10 +56,10 @@ def supervise(plan_file: Path, opts: Options, workers: int, stop: threading.Even
     stopping = ctx.Event()
     shards = [Shard(i, workers) for i in range(workers)]
     procs = {str(s): ctx.Process(target=_work, name=f"cutover mirror worker {s}", daemon=False,
-                                 args=(str(plan_file), replace(opts, shard=s, metrics_port=None, on_ready=None),
+                                 args=(str(plan_file), replace(opts, shard=s, metrics_at=None, on_ready=None),
                                        events, stopping, logging.getLogger().level))
              for s in shards}
-    board = _Board(opts, workers, Metrics(opts.metrics_port))
+    board = _Board(opts, workers, Metrics(opts.metrics_at, opts.direction))
     for p in procs.values():
         p.start()
     failure: WorkerFailed | None = None

@@ -520,6 +520,40 @@ def _port(port: int | None) -> str | None:
 
 
 MetricsPart = Literal["mirror", "reverse_mirror", "shadow", "exporter"]
+#: Where metrics are served when neither the command nor the plan names an address: this host only. A
+#: migration's state (topics, groups, lag, the switch's phase) is not for every network the host is on.
+LOOPBACK = "127.0.0.1"
+_HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}"
+                        r"[A-Za-z0-9])?)*\.?")
+
+
+def host_problem(host: str) -> tuple[str, str] | None:
+    """Why `host` cannot be an address to serve on (an IP address or a host name, nothing around it), and the
+    address it should be; None when it can."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    if _HOST_NAME.fullmatch(host):
+        return None
+    if "://" in host:
+        bare = host.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]") or LOOPBACK
+        return f"{host!r} is a URL: give the address alone", bare
+    if host.startswith("[") and host.endswith("]"):
+        return f"{host!r} is an IPv6 address in brackets: give it without them", host[1:-1]
+    address, _, port = host.rpartition(":")
+    if port.isdigit() and address and host_problem(address.strip("[]")) is None:
+        return f"{host!r} holds a port: give the address alone (the port is given on its own)", address.strip("[]")
+    return f"{host!r} is neither an IP address nor a host name", f"{LOOPBACK} (this host only) or 0.0.0.0 (every " \
+                                                                   "interface)"
+
+
+def _host(host: str | None) -> str | None:
+    problem = None if host is None else host_problem(host)
+    return None if problem is None else f"{problem[0]} (fix: {problem[1]})"
 
 
 @dataclass(frozen=True)
@@ -545,6 +579,10 @@ class Observability:
     #: The Prometheus that scrapes cutover's exporters (http://host:9090): `cutover assess` asks it which
     #: cutover targets are up and whether cutover's alert rules are loaded. cutover never needs it to run.
     prometheus: str | None = None
+    #: The address each part serves its metrics on when its command gives no --metrics-host: default
+    #: 127.0.0.1, this host only; 0.0.0.0 for every interface (a Prometheus on another host), or one
+    #: address of this host.
+    host: str | None = field(default=None, metadata={"check": _host})
     #: Where each part serves its metrics when its command gives no port (each port once).
     ports: MetricsPorts = field(default_factory=MetricsPorts, metadata={"check": lambda ps: _distinct(ps)})
 
@@ -626,8 +664,45 @@ class Plan:
     def cluster(self, side: ClusterSide) -> dict[str, str]:
         return self.spec.clusters.old if side == "old" else self.spec.clusters.new
 
-    def metrics_port(self, part: MetricsPart, given: int | None = None) -> int | None:
-        """The port `part` serves its metrics on: the command's own, else the plan's observability.ports."""
-        if given is not None or self.spec.observability is None:
-            return given
-        return getattr(self.spec.observability.ports, part)  # type: ignore[no-any-return]
+    def metrics_endpoint(self, part: MetricsPart, port: int | None = None, host: str | None = None,
+                         options: tuple[str, str] = ("--metrics-port", "--metrics-host")) -> Endpoint | None:
+        """Where `part` serves its metrics, None for nowhere: the command's port (its option `options[0]`), else
+        the plan's observability.ports; on the command's host (`options[1]`), else the plan's
+        observability.host, else 127.0.0.1. A host with no port anywhere is refused: it would serve nothing."""
+        from cutover.errors import UsageError
+
+        port_option, host_option = options
+        obs = self.spec.observability or Observability()
+        port_from = port_option if port is not None else f"observability.ports.{part}"
+        port = port if port is not None else getattr(obs.ports, part)
+        if port is None:
+            if host is not None:
+                raise UsageError(f"{host_option} {host} says where to serve the metrics, but no port is given: none "
+                                 "would be served", fix=f"give {port_option} N too, or set observability.ports.{part} "
+                                 f"in {self.file}")
+            return None
+        if host is not None and (problem := host_problem(host)):
+            raise UsageError(f"{host_option} {problem[0]}", fix=f"{host_option} {problem[1]}")
+        host_from = host_option if host is not None else "observability.host" if obs.host is not None else None
+        return Endpoint(host if host is not None else obs.host or LOOPBACK, port, port_from, host_from, options,
+                        self.file)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a part serves its metrics, and what chose each half (named when it cannot be served there)."""
+
+    host: str
+    port: int
+    #: the command's option (`--metrics-port`) or the plan's key (`observability.ports.mirror`)
+    port_from: str
+    #: the command's option, the plan's key, or None: the default (127.0.0.1)
+    host_from: str | None
+    #: the command's own port and host options, for a fix
+    options: tuple[str, str]
+    #: the plan the keys are in
+    plan_file: Path
+
+    def said(self, key: str, value: object) -> str:
+        """How the user gave `value`: `--port 9420`, or `observability.ports.exporter: 9420 (in plan.yaml)`."""
+        return f"{key} {value}" if key.startswith("-") else f"{key}: {value} (in {self.plan_file})"

@@ -33,6 +33,7 @@ from cutover.lake import eras, tables
 from cutover.lake.stamps import TableOffsets
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair, select_pairs
+from cutover.plan.model import Endpoint
 from cutover.shadow import ddl
 from cutover.shadow.decode import Payload, decoder_for
 from cutover.shadow.source import java_properties, reader_options
@@ -65,9 +66,9 @@ class Options:
     #: Write each pair's old (canonical) table instead of its new one: the table promote hands over.
     canonical: bool = False
     timeout: float = DEFAULT_TIMEOUT
-    #: serve the shadow's Prometheus metrics on this port (shadow/metrics.py)
-    metrics_port: int | None = None
-    #: count into these metrics instead (a drill's, across its shadow runs); metrics_port is then not read
+    #: serve the shadow's Prometheus metrics there (shadow/metrics.py); None: nowhere
+    metrics_at: Endpoint | None = None
+    #: count into these metrics instead (a drill's, across its shadow runs); metrics_at is then not read
     metrics: ShadowMetrics | None = None
 
 
@@ -127,16 +128,16 @@ class ShadowSummary:
 
 
 def run(plan: Plan, opts: Options, stop: threading.Event) -> ShadowSummary:
+    from cutover.lake import spark as spark_mod
+    from cutover.shadow.metrics import ShadowMetrics
+
     pairs = targets(plan, opts.table, opts.canonical)
+    metrics = opts.metrics or (None if opts.metrics_at is None  # a port in use is named before a cluster is asked
+                               else ShadowMetrics.serving(opts.metrics_at))
     ref = ClusterRef.of(plan, opts.cluster)
     cluster_id = inspect.cluster_id(ref, opts.timeout)
     partitions = _partitions(ref, [p.topic for p in pairs], opts.timeout)
     java_properties(ref.name, ref.properties)  # TLS files and SASL named now, not in an executor's log
-    from cutover.lake import spark as spark_mod
-    from cutover.shadow.metrics import ShadowMetrics
-
-    metrics = opts.metrics or (None if opts.metrics_port is None  # a port in use is named now
-                               else ShadowMetrics.serving(opts.metrics_port))
 
     progress(f"starting Spark ({plan.spec.spark.master}) for {len(pairs)} table(s) from the {opts.cluster} cluster")
     spark = spark_mod.session(plan, f"cutover-shadow-{plan.name}")

@@ -8,23 +8,25 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from cutover.plan.model import Endpoint
+
 #: Batch durations (seconds): a trigger interval is seconds; a commit that retries through an outage, minutes.
 BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, float("inf"))
-#: The metrics served by this process, by port (ShadowMetrics.serving).
-_served: dict[int, ShadowMetrics] = {}
+#: The metrics served by this process, by address (ShadowMetrics.serving).
+_served: dict[tuple[str, int], ShadowMetrics] = {}
 
 
 class ShadowMetrics:
     @classmethod
-    def serving(cls, port: int) -> ShadowMetrics:
-        """The metrics this process serves on `port`, made (and the port bound) at the first call: a drill's
+    def serving(cls, at: Endpoint) -> ShadowMetrics:
+        """The metrics this process serves at `at`, made (and the port bound) at the first call: a drill's
         shadow runs, one after another in one process, count on."""
-        made = _served.get(port)
+        made = _served.get((at.host, at.port))
         if made is None:
-            made = _served[port] = cls(port)
+            made = _served[(at.host, at.port)] = cls(at)
         return made
 
-    def __init__(self, port: int | None) -> None:
+    def __init__(self, at: Endpoint | None) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.last_commit = Gauge("cutover_shadow_last_commit_timestamp_seconds",
@@ -46,10 +48,10 @@ class ShadowMetrics:
                                   ["table"], buckets=BUCKETS, registry=r)
         self.freshness = Gauge("cutover_shadow_freshness_seconds", "Now minus the Kafka timestamp of the newest "
                                "record committed, at the commit", ["table"], registry=r)
-        if port is not None:
+        if at is not None:
             from cutover.mirror.metrics import serve
 
-            serve(self.registry, port)
+            serve(self.registry, at, "shadow")
 
     def writes(self, table: str) -> None:
         """A table this shadow writes: its counters start at 0 (rate() and alerts see a series from the start)."""

@@ -22,6 +22,7 @@ from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan
 from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import committed, create_topic, produce, read_all
+from tests.integration.listen_util import exposed, serving
 
 CONTROL_PREFIX = "kafka.connect.offsets."
 
@@ -423,3 +424,7 @@ def test_promote_and_rollback_hand_the_sink_connector_over_with_live_traffic_and
     in_table = Counter(r["seq"] for r in _rows(main, table))
     assert in_table == Counter(seqs), "the sink's table holds every record exactly once through both switches"
     worker.delete(name)
+
+
+def test_the_connect_worker_listens_on_loopback_only(sandbox: Sandbox, worker: Connect) -> None:
+    assert exposed(serving(sandbox.dir, "connect")) == {}

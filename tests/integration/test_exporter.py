@@ -48,14 +48,19 @@ def test_the_exporter_serves_the_switch_the_lake_and_the_mirror_state(sandbox: S
         assert began - 60 <= value(served, "cutover_group_synced_timestamp_seconds", direction="forward",
                                    group=group) <= time.time()
         assert value(served, "cutover_reverse_mirror_running") == 0
+        # no promote, no reverse mirror: no reverse series (a lag of every record on new would be false)
+        assert [labels for name in ("cutover_mirror_state_lag_records", "cutover_mirror_gaps",
+                                    "cutover_group_synced_timestamp_seconds")
+                for labels, _v in served.get(name, []) if labels["direction"] == "reverse"] == []
         assert value(served, "cutover_exporter_errors", part="switch") == 0
         first = value(served, "cutover_exporter_snapshot_timestamp_seconds")
         wait_for(lambda: value(scrape(port), "cutover_exporter_snapshot_timestamp_seconds") > first, 30,
                  "a second snapshot")
 
-        # a port in use: named, its own exit code, nothing served
+        # a port in use: named by the command's own option, its own exit code, nothing served
         taken = cutover("exporter", "--plan", str(plan_file), "--port", str(port))
-        assert taken.code == ExitCode.USAGE and f"cannot serve metrics on port {port}" in taken.err, taken.err
+        assert taken.code == ExitCode.USAGE, taken.err
+        assert f"--port {port}: cannot serve metrics on 127.0.0.1:{port}: Address already in use" in taken.err
     finally:
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=60)

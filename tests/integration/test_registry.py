@@ -25,6 +25,7 @@ from cutover.registry.client import RegistryClient, Version
 from cutover.registry.client import Schema as CutoverSchema
 from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic, produce, read_all
+from tests.integration.listen_util import exposed, serving
 from tests.integration.mirror_util import scoped_plan
 from tests.integration.shadow_util import rows, shadow, shadow_plan
 
@@ -541,3 +542,7 @@ def test_a_schema_that_references_another_subject_moves_with_it_and_decodes(
     got = sorted(({"id": r["id"], "home": r["home"]} for r in rows(load_plan(tmp_path / f"{ns}.yaml"),
                                                                  f"{ns}.people")), key=lambda r: r["id"])
     assert got == people
+
+
+def test_the_registries_listen_on_loopback_only(sandbox: Sandbox, registries: dict[str, str]) -> None:
+    assert exposed(serving(sandbox.dir, "registries.old", "registries.new")) == {}

@@ -113,7 +113,7 @@ def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_c
               {"value": b"[1, 2]", "partition": 0}]
     produce(new, topic, json_values(10) + poison + json_values(4, start=10))
     port, began = free_port(), time.time()
-    first = shadow(plan, metrics_port=port)
+    first = shadow(plan, metrics_at=plan.metrics_endpoint("shadow", port))
     assert first.tables[0].batches >= 1 and first.tables[0].two_pass_batches == 0  # read, decoded, written at once
     good = rows(plan, f"{ns}.orders")
     assert [(r["id"], r["name"], float(r["amount"])) for r in good] == sorted(

@@ -17,8 +17,14 @@ import pytest
 from cutover.local.sandbox import Sandbox
 from cutover.plan import load_plan
 from tests.conftest import cutover, wait_for
+from tests.integration.listen_util import exposed, serving
 
 pytestmark = pytest.mark.production
+
+
+def test_the_zookeeper_and_its_brokers_listen_on_loopback_only(zk: Sandbox) -> None:
+    serving(zk.dir, "clusters.old.zookeeper", "clusters.old.nodes", "clusters.new.nodes")
+    assert exposed(serving(zk.dir)) == {}
 
 
 def test_status_shows_the_zookeeper_and_the_brokers_use_it(zk: Sandbox) -> None:

@@ -9,9 +9,7 @@ import pytest
 
 from cutover.cli import main
 from cutover.errors import ExitCode
-from tests.unit.test_cli_bad_input import PLAN, busy_port, check_case
-
-__all__ = ["busy_port"]  # the fixture, used by name
+from tests.unit.test_cli_bad_input import PLAN, check_case
 
 TABLES = PLAN + "tables:\n  - {topic: orders, old: legacy.orders, new: cutover.orders}\n"
 RUNBOOK_BINARY = b"\x00\x01name: r\n"

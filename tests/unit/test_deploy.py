@@ -42,6 +42,7 @@ def test_the_systemd_units_run_cutover_commands_that_parse() -> None:
     assert "shard %i of 3" in mirror["Unit"]["Description"]
     assert ctx.params["ready_file"] in mirror["Service"]["ExecStartPost"].replace("%i", "0")
     assert mirror["Service"]["KillSignal"] == "SIGTERM" and ctx.params["metrics_port"] == 9400
+    assert ctx.params["metrics_host"] is None  # 127.0.0.1: the shipped prometheus.yml scrapes this host
     closed = str(int(ExitCode.CLOSED_BY_SWITCH))  # promote closed the mirror: done, and not restarted
     assert mirror["Service"]["SuccessExitStatus"] == closed and mirror["Service"]["RestartPreventExitStatus"] == closed
     shadow = _unit("cutover-shadow.service")
@@ -65,6 +66,9 @@ def test_the_kubernetes_mirror_runs_one_shard_per_replica() -> None:
     assert container["readinessProbe"]["exec"]["command"] == ["test", "-e", ctx.params["ready_file"]]
     assert ctx.params["idle_when_closed"]  # a StatefulSet restarts every exit: no crash loop after promote
     assert container["ports"][0]["containerPort"] == ctx.params["metrics_port"]
+    # Prometheus scrapes the pod's address (the annotations): served on it, not on the pod's loopback
+    assert ctx.params["metrics_host"] == "0.0.0.0"
+    assert sts["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == str(ctx.params["metrics_port"])
     assert container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == \
         "metadata.labels['apps.kubernetes.io/pod-index']"
     assert pod["terminationGracePeriodSeconds"] >= 30  # time for the transaction in flight after SIGTERM

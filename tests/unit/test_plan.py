@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from cutover.errors import ExitCode, PlanError
-from cutover.plan import load_plan
+from cutover.plan import Plan, load_plan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -314,6 +315,11 @@ def test_metrics_ports_are_ports_each_given_once_and_a_commands_own_port_wins(tm
     assert "observability.ports" in msg and "give each its own" in msg
     plan = load_plan(write(tmp_path, MINIMAL + "observability:\n  ports: {mirror: 9400, exporter: 9420}\n"),
                      environ={})
-    assert (plan.metrics_port("mirror"), plan.metrics_port("mirror", 9999)) == (9400, 9999)
-    assert (plan.metrics_port("reverse_mirror"), plan.metrics_port("exporter")) == (None, 9420)
-    assert load_plan(write(tmp_path, MINIMAL), environ={}).metrics_port("shadow") is None
+    def port(part: Literal["mirror", "reverse_mirror", "shadow", "exporter"], given: int | None = None,
+             of: Plan = plan) -> int | None:
+        at = of.metrics_endpoint(part, given)
+        return None if at is None else at.port
+
+    assert (port("mirror"), port("mirror", 9999)) == (9400, 9999)
+    assert (port("reverse_mirror"), port("exporter")) == (None, 9420)
+    assert port("shadow", of=load_plan(write(tmp_path, MINIMAL), environ={})) is None
