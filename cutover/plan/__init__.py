@@ -11,7 +11,7 @@ from typing import Any
 
 from cutover import secrets
 from cutover.errors import PlanError, UsageError
-from cutover.plan.model import REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
+from cutover.plan.model import CATALOG_URIS, REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
 from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 
@@ -115,6 +115,10 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
             problems += [f"{where(('clusters', side, 'bootstrap.servers'))}: {p}" for p in
                          _bootstrap_problems(str(props["bootstrap.servers"]))]
         problems += [f"{where(('clusters', side))}: {p}" for p in _client_problems(props)]
+    if spec.tables and spec.catalog is None:
+        problems.append(f"{where(('tables',))}: {len(spec.tables)} table pair(s) and no catalog section: the shadow, "
+                        "verify, status and promote reach the tables through the plan's Iceberg catalog (fix: add "
+                        f"catalog: {{uri: ...}}, e.g. {CATALOG_URIS}; or remove tables to move topics only)")
     if spec.catalog is not None:
         problems += [f"{where(('catalog', 'uri'))}: {p}" for p in _catalog_problems(spec.catalog.type,
                                                                                    spec.catalog.uri)]

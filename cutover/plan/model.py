@@ -10,16 +10,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cutover.errors import UsageError
 from cutover.plan.schema import Duration
 
 
-def _regexes(patterns: list[str]) -> str | None:
-    for p in patterns:
-        try:
-            re.compile(p)
-        except re.error as exc:
-            return f"'{p}' is not a valid regular expression: {exc}"
+def _regex(pattern: str) -> str | None:
+    """A selection's pattern, compiled as the selection will; a bad one is named with the fix for its likely
+    cause: a shell glob (`*.tmp`), or a character meant literally (`(`)."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"{pattern!r} is not a valid regular expression: {exc} (fix: {_regex_fix(pattern, exc)})"
     return None
+
+
+def _regex_fix(pattern: str, exc: re.error) -> str:
+    if exc.msg in ("nothing to repeat", "multiple repeat") and ("*" in pattern or "?" in pattern):
+        glob = "".join({"*": ".*", "?": "."}.get(c, re.escape(c)) for c in pattern)
+        return f"patterns are regular expressions, not shell globs: write {glob}"
+    return (f"to match it literally, escape it: {re.escape(pattern)}; patterns are Python regular expressions that "
+            "match the whole name")
 
 
 _TRANSFORM = re.compile(r"\s*(?:(?P<fn>\w+)\s*\((?P<args>[^()]*)\)|(?P<col>\w+))\s*")
@@ -50,11 +60,30 @@ def _transforms(exprs: list[str]) -> str | None:
         if bad else None
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_]+")
+
+
 def _table_name(name: str) -> str | None:
+    """namespace.table, each part a plain identifier: cutover names the table in Spark SQL, in Iceberg's
+    procedures (which parse the name, unquoted) and in the dead-letter table's name."""
     parts = name.split(".")
-    if len(parts) < 2 or not all(parts):
-        return f"'{name}' is not a table name of the form namespace.table"
-    return None
+    if len(parts) >= 2 and all(_IDENTIFIER.fullmatch(p) for p in parts):
+        return None
+    fixed = [p for p in (re.sub(r"[^A-Za-z0-9_]+", "_", p.strip()) for p in parts) if p.strip("_")]
+    fixed = fixed if len(fixed) >= 2 else ["NAMESPACE", *(fixed or ["TABLE"])]
+    return (f"{name!r} is not a table name cutover can use: namespace.table, each part letters, digits and _ "
+            f"(fix: e.g. {'.'.join(fixed)})")
+
+
+_CATALOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _catalog_name(name: str) -> str | None:
+    if _CATALOG_NAME.fullmatch(name):
+        return None
+    fixed = re.sub(r"[^A-Za-z0-9_-]+", "_", name.strip()).lstrip("-") or "lake"
+    return (f"{name!r} cannot name a catalog: letters, digits, _ and -, starting with a letter or _ (it becomes "
+            f"Spark's spark.sql.catalog.<name>) (fix: e.g. {fixed if _CATALOG_NAME.fullmatch(fixed) else 'lake'})")
 
 
 _PLAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -64,8 +93,21 @@ def _plan_name(name: str) -> str | None:
     """The name is part of transactional ids, group ids and the journal's folder: a safe word for all three."""
     if _PLAN_NAME.fullmatch(name) and name not in (".", ".."):
         return None
+    fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64] or "migration"
     return (f"'{name}' cannot name a plan: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter "
-            "or digit (it becomes part of Kafka transactional and group ids and of a folder name)")
+            f"or digit (it becomes part of Kafka transactional and group ids and of a folder name) (fix: e.g. {fixed})")
+
+
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def _topic_name(name: str) -> str | None:
+    """Kafka's own rule for a topic's name: a table pair's topic that breaks it can never exist."""
+    if _TOPIC.fullmatch(name) and name not in (".", ".."):
+        return None
+    fixed = re.sub(r"[^A-Za-z0-9._-]+", "_", name.strip())[:249].strip(".") or "TOPIC"
+    return (f"{name!r} is not a Kafka topic name: 1 to 249 letters, digits, '.', '_' or '-' (fix: e.g. {fixed}, "
+            "the topic's name as the old cluster lists it)")
 
 
 @dataclass(frozen=True)
@@ -73,9 +115,9 @@ class Selection:
     """Names selected by regular expressions (full match): included and not excluded."""
 
     #: Regular expressions (each matching the whole name) of the names selected.
-    include: list[str] = field(default_factory=lambda: [".*"], metadata={"check": _regexes})
+    include: list[str] = field(default_factory=lambda: [".*"], metadata={"each": _regex})
     #: Regular expressions of names left out, even when an include matches them.
-    exclude: list[str] = field(default_factory=list, metadata={"check": _regexes})
+    exclude: list[str] = field(default_factory=list, metadata={"each": _regex})
 
     def matches(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.include) and not any(
@@ -120,8 +162,10 @@ class OffsetColumns:
 @dataclass(frozen=True)
 class TablePair:
     #: The Kafka topic whose records both tables hold.
-    topic: str
+    topic: str = field(metadata={"check": _topic_name})
+    #: The existing pipeline's table, namespace.table (each part letters, digits and _).
     old: str = field(metadata={"check": _table_name, "fix": "name the existing pipeline's table, namespace.table"})
+    #: The table cutover shadow writes, namespace.table (each part letters, digits and _).
     new: str = field(metadata={"check": _table_name, "fix": "name the table cutover shadow writes, namespace.table"})
     #: json (decoded into columns), raw (the value as bytes), text (the value as a UTF-8 string), or a
     #: schema-registry format in the Confluent wire format (0x00, a 4-byte schema id, the body): avro,
@@ -186,13 +230,18 @@ class TablePair:
         return None
 
 
+#: What a catalog's uri looks like, for fixes.
+CATALOG_URIS = ("sqlite:////absolute/path/catalog.db, postgresql+psycopg2://user@host/db or a REST catalog's "
+                "http(s):// with type: rest")
+
+
 @dataclass(frozen=True)
 class Catalog:
     """One Iceberg catalog shared by pyiceberg and Spark (same name on both sides)."""
 
     uri: str = field(metadata={"fix": "e.g. sqlite:////abs/path/catalog.db or postgresql+psycopg2://host/db"})
-    #: The catalog's name, for pyiceberg and as Spark's catalog (spark.sql.catalog.<name>).
-    name: str = "cutover"
+    #: The catalog's name, for pyiceberg and as Spark's catalog (spark.sql.catalog.<name>): letters, digits, _ and -.
+    name: str = field(default="cutover", metadata={"check": _catalog_name})
     #: sql (SQLite or PostgreSQL, Iceberg's JdbcCatalog) or rest (an Iceberg REST catalog).
     type: Literal["sql", "rest"] = "sql"
     #: The warehouse location (file:// or s3://) where new tables' files go.
@@ -625,6 +674,14 @@ class Plan:
 
     def cluster(self, side: ClusterSide) -> dict[str, str]:
         return self.spec.clusters.old if side == "old" else self.spec.clusters.new
+
+    def require_catalog(self, needs: str) -> Catalog:
+        """The plan's Iceberg catalog. Plan validation refuses table pairs without one; what reaches the tables
+        otherwise (a drill's table step on a plan without pairs) is refused here, named, not asserted."""
+        if self.spec.catalog is None:
+            raise UsageError(f"{self.file}: catalog: the plan has no catalog section, which {needs} needs",
+                             fix=f"add catalog: {{uri: ...}}, e.g. {CATALOG_URIS}")
+        return self.spec.catalog
 
     def metrics_port(self, part: MetricsPart, given: int | None = None) -> int | None:
         """The port `part` serves its metrics on: the command's own, else the plan's observability.ports."""

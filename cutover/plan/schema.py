@@ -2,7 +2,8 @@
 
 One walker serves every section of the plan: the dataclasses are the schema. A field
 without a default is required; `field(metadata={"check": fn})` adds a value check that
-returns a problem text or None.
+returns a problem text or None, and `{"each": fn}` one for each item of a list, named by its
+index (`topics.include[1]`), so that every bad item is named at once.
 """
 
 from __future__ import annotations
@@ -124,6 +125,15 @@ class Builder:
         self.problem(path, f"expected {_describe(tp)}, found {_found(value)}")
         return None
 
+    def _check(self, f: dataclasses.Field[Any], built: Any, path: PathKey) -> None:
+        """The field's value checks: of the whole value, and of each item."""
+        check, each = f.metadata.get("check"), f.metadata.get("each")
+        found = [(path, check(built))] if check is not None else []
+        found += [((*path, i), each(item)) for i, item in enumerate(built)] if each is not None else []
+        for where, text in found:
+            if text:
+                self.problem(where, text)
+
     def _dataclass(self, cls: Any, value: Any, path: PathKey) -> Any:
         if value is None:
             value = {}
@@ -154,11 +164,7 @@ class Builder:
             built = self.build(hints[f.name], value[name], child)
             if built is None:
                 continue
-            check = f.metadata.get("check")
-            if check is not None:
-                text = check(built)
-                if text:
-                    self.problem(child, text)
+            self._check(f, built, child)
             kwargs[f.name] = built
         try:
             return cls(**kwargs)

@@ -16,6 +16,7 @@ clusters:
   old: {bootstrap.servers: "o:9092"}
   new: {bootstrap.servers: "n:9092"}
 """
+CATALOG = "catalog: {uri: 'sqlite:////tmp/c.db'}\n"
 
 
 def write(tmp_path: Path, text: str, name: str = "plan.yaml") -> Path:
@@ -111,12 +112,13 @@ def test_missing_bootstrap_servers(tmp_path: Path) -> None:
 def test_bad_regex_and_bad_table_name(tmp_path: Path) -> None:
     text = MINIMAL + "topics:\n  include: ['(']\ntables:\n  - {topic: t, old: orders, new: ns.orders}\n"
     found = problems(tmp_path, text)
-    assert any("topics.include: '(' is not a valid regular expression" in p for p in found)
-    assert any("tables[0].old: 'orders' is not a table name of the form namespace.table" in p for p in found)
+    assert any("topics.include[0]: '(' is not a valid regular expression" in p for p in found)
+    assert any("tables[0].old: 'orders' is not a table name cutover can use: namespace.table, each part letters, "
+               "digits and _ (fix: e.g. NAMESPACE.orders)" in p for p in found)
 
 
 def test_a_table_used_twice_is_refused(tmp_path: Path) -> None:
-    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a}\n  - {topic: b, old: x.b, new: y.a}\n"
+    text = MINIMAL + CATALOG + "tables:\n  - {topic: a, old: x.a, new: y.a}\n  - {topic: b, old: x.b, new: y.a}\n"
     (msg,) = problems(tmp_path, text)
     assert "tables[1].new: table y.a is already used at tables[0].new" in msg
 
@@ -176,7 +178,7 @@ def test_unsupported_version(tmp_path: Path) -> None:
 
 
 def test_a_registry_format_needs_a_registry_and_a_registry_needs_urls(tmp_path: Path) -> None:
-    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a, format: avro, key_format: protobuf}\n"
+    text = MINIMAL + CATALOG + "tables:\n  - {topic: a, old: x.a, new: y.a, format: avro, key_format: protobuf}\n"
     (msg,) = problems(tmp_path, text)
     assert "tables[0]: format avro and key_format protobuf need a schema registry" in msg
     text = MINIMAL + "registry:\n  old: {url: 'ftp://x'}\n  new: {uri: 'http://x'}\n"
@@ -317,3 +319,75 @@ def test_metrics_ports_are_ports_each_given_once_and_a_commands_own_port_wins(tm
     assert (plan.metrics_port("mirror"), plan.metrics_port("mirror", 9999)) == (9400, 9999)
     assert (plan.metrics_port("reverse_mirror"), plan.metrics_port("exporter")) == (None, 9420)
     assert load_plan(write(tmp_path, MINIMAL), environ={}).metrics_port("shadow") is None
+
+
+def test_table_pairs_need_a_catalog_named_with_the_key_and_the_fix(tmp_path: Path) -> None:
+    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a}\n"
+    assert problems(tmp_path, text) == [
+        f"{tmp_path / 'plan.yaml'}:4: tables: 1 table pair(s) and no catalog section: the shadow, verify, status and "
+        "promote reach the tables through the plan's Iceberg catalog (fix: add catalog: {uri: ...}, e.g. "
+        "sqlite:////absolute/path/catalog.db, postgresql+psycopg2://user@host/db or a REST catalog's http(s):// "
+        "with type: rest; or remove tables to move topics only)"]
+    assert load_plan(write(tmp_path, text + CATALOG), environ={}).spec.tables[0].new == "y.a"
+
+
+def test_every_bad_regex_is_named_with_its_own_key_path_error_and_fix(tmp_path: Path) -> None:
+    text = MINIMAL + ("topics:\n  include: ['(', 'orders', '[a-']\n  exclude: ['*.tmp']\ngroups:\n  include: ['a)']\n"
+                      "registry:\n  old: {url: 'http://o:8081'}\n  new: {url: 'http://n:8081'}\n"
+                      "  subjects: {include: ['?x']}\n")
+    found = problems(tmp_path, text)
+    plan = tmp_path / "plan.yaml"
+    assert found == [
+        f"{plan}:5: topics.include[0]: '(' is not a valid regular expression: missing ), unterminated subpattern at "
+        r"position 0 (fix: to match it literally, escape it: \(; patterns are Python regular expressions that match "
+        "the whole name)",
+        f"{plan}:5: topics.include[2]: '[a-' is not a valid regular expression: unterminated character set at "
+        r"position 0 (fix: to match it literally, escape it: \[a\-; patterns are Python regular expressions that "
+        "match the whole name)",
+        f"{plan}:6: topics.exclude[0]: '*.tmp' is not a valid regular expression: nothing to repeat at position 0 "
+        r"(fix: patterns are regular expressions, not shell globs: write .*\.tmp)",
+        f"{plan}:8: groups.include[0]: 'a)' is not a valid regular expression: unbalanced parenthesis at position 1 "
+        r"(fix: to match it literally, escape it: a\); patterns are Python regular expressions that match the "
+        "whole name)",
+        f"{plan}:12: registry.subjects.include[0]: '?x' is not a valid regular expression: nothing to repeat at "
+        "position 0 (fix: patterns are regular expressions, not shell globs: write .x)"]
+
+
+@pytest.mark.parametrize(("name", "fix"), [("cutover.my orders", "cutover.my_orders"),
+                                           ("cutover.orders-v2", "cutover.orders_v2"),
+                                           ("cutover. orders", "cutover.orders"),
+                                           ("cut`over.orders", "cut_over.orders"),
+                                           ("a..b", "a.b")])
+def test_table_names_are_iceberg_identifiers(tmp_path: Path, name: str, fix: str) -> None:
+    text = MINIMAL + CATALOG + f"tables:\n  - topic: t\n    old: legacy.t\n    new: '{name}'\n"
+    assert problems(tmp_path, text) == [
+        f"{tmp_path / 'plan.yaml'}:8: tables[0].new: '{name}' is not a table name cutover can use: namespace.table, "
+        "each part letters, digits and _ (fix: e.g. " + fix + ")"]
+
+
+def test_the_catalog_name_is_an_identifier_for_spark_and_pyiceberg(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, MINIMAL + "catalog: {uri: 'sqlite:////tmp/c.db', name: 'my lake'}\n")
+    assert msg == (f"{tmp_path / 'plan.yaml'}:4: catalog.name: 'my lake' cannot name a catalog: letters, digits, "
+                   "_ and -, starting with a letter or _ (it becomes Spark's spark.sql.catalog.<name>) (fix: e.g. "
+                   "my_lake)")
+
+
+def test_what_a_plan_leaves_unsaid_is_refused_by_name_where_it_is_needed_not_asserted(tmp_path: Path) -> None:
+    from cutover.errors import Refused, UsageError
+    from cutover.lake import tables
+    from cutover.switch import handover
+    from tests.unit.switch_support import unit_plan
+
+    topics_only = load_plan(write(tmp_path, MINIMAL), environ={})  # no tables, so no catalog: a drill's table check
+    for reach in (lambda: tables.qualified(topics_only, "a.b"), lambda: tables.load_table(topics_only, "a.b")):
+        with pytest.raises(UsageError) as info:
+            reach()
+        assert info.value.message == (f"{tmp_path / 'plan.yaml'}: catalog: the plan has no catalog section, which "
+                                      "table a.b needs")
+        assert info.value.fix is not None and info.value.fix.startswith("add catalog: {uri: ...}, e.g. sqlite:")
+    # promote checks where each old writer stands first; a plan edited since is refused, not asserted
+    pair = {"topic": "o", "old": "legacy.o", "new": "cutover.o", "writer_offsets": "group"}
+    plan = unit_plan(tmp_path, tables=[pair])
+    with pytest.raises(Refused) as refused:
+        handover.writer_positions(None, plan, plan.spec.tables[0], 1.0)
+    assert refused.value.message == "table legacy.o: writer_offsets is group but writer_group is not set"
