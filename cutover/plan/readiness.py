@@ -32,24 +32,39 @@ class Finding:
         return asdict(self)
 
 
-def offline(plan: Plan, readers: list[tuple[str, str, str]] | None = None) -> list[Finding]:
+def offline(plan: Plan, readers: list[tuple[str, str, str]] | None = None, tables: bool = True) -> list[Finding]:
     """What can be found without connecting: the hooks, a SQLite catalog's file, table topics the selection
-    leaves out, and `readers`, the problems of the declared readers (default: those found in local files)."""
+    leaves out (unless `tables` is False: the old cluster answered, and `online` says more of them), and
+    `readers`, the problems of the declared readers (default: those found in local files)."""
     missing = sqlite_missing(plan)
     if readers is None:
         from cutover.readers.translate import positions
 
         readers = positions(plan, reach=False)[1]
-    return [*hook_findings(plan), *([missing] if missing else []), *unselected_tables(plan),
+    return [*hook_findings(plan), *([missing] if missing else []), *(table_topics(plan) if tables else []),
             *(Finding("readers", problem, fix) for _name, problem, fix in readers)]
 
 
-def unselected_tables(plan: Plan) -> list[Finding]:
-    """Table pairs whose topic the plan's topic selection leaves out: the mirror never copies it."""
-    return [Finding("tables", f"tables[{i}].topic {t.topic} is not in the plan's topic selection (topics.include "
-                    "/ exclude): the mirror never copies it, so the shadow finds nothing of it on the new cluster",
-                    f"select {t.topic} in topics.include, or correct the table pair's topic")
-            for i, t in enumerate(plan.spec.tables) if not plan.spec.topics.matches(t.topic)]
+def table_topics(plan: Plan, old_topics: list[str] | None = None) -> list[Finding]:
+    """Table pairs whose topic the mirror never copies: one the old cluster lacks (when its topics are known),
+    or one the plan's topic selection leaves out. A missing topic is named as missing, not as unselected:
+    selecting it would not help."""
+    found = []
+    for i, t in enumerate(plan.spec.tables):
+        if old_topics is not None and t.topic not in old_topics:
+            import difflib
+
+            close = difflib.get_close_matches(t.topic, old_topics, n=1)
+            found.append(Finding("tables", f"tables[{i}].topic {t.topic} does not exist on the old cluster "
+                                 f"({len(old_topics)} topics there): the shadow would find no record of it",
+                                 "correct the table pair's topic" + (f" (did you mean {close[0]}?)" if close else "")
+                                 + ", or create the topic on the old cluster first"))
+        elif not plan.spec.topics.matches(t.topic):
+            found.append(Finding("tables", f"tables[{i}].topic {t.topic} is not in the plan's topic selection "
+                                 "(topics.include / exclude): the mirror never copies it, so the shadow finds nothing "
+                                 "of it on the new cluster",
+                                 f"select {t.topic} in topics.include, or correct the table pair's topic"))
+    return found
 
 
 def online(plan: Plan, old_topics: list[str] | None, old_groups: list[str] | None) -> list[Finding]:
@@ -57,6 +72,7 @@ def online(plan: Plan, old_topics: list[str] | None, old_groups: list[str] | Non
     found: list[Finding] = []
     if old_topics is not None:
         found += _patterns(plan.spec.topics, old_topics, "topics", "topic", always=True)
+        found += table_topics(plan, old_topics)
     if old_groups is not None:
         found += _patterns(plan.spec.groups, old_groups, "groups", "consumer group", always=False)
     return found

@@ -204,8 +204,12 @@ def test_plan_check_reports_topics_groups_and_tables(sandbox: Sandbox, plan: Pla
     ({"catalog": {"uri": "sqlite:///{tmp}/no-such-catalog.db"}},
      ["catalog.uri sqlite:///{tmp}/no-such-catalog.db: the SQLite file {tmp}/no-such-catalog.db does not exist "
       "(plan check does not create it)", "catalog cutover: not opened"]),
+    ({"topics": {"include": ["{ns}\\.orders"]}, "tables": [{"topic": "{ns}.ordrs", "old": "{ns}.legacy",
+                                                               "new": "{ns}.orders"}]},
+     ["tables[0].topic {ns}.ordrs does not exist on the old cluster", "the shadow would find no record of it",
+      "fix: correct the table pair's topic (did you mean {ns}.orders?), or create the topic on the old cluster"]),
 ], ids=["pattern-matches-nothing", "all-excluded", "group-matches-nothing", "hook-missing", "hook-not-executable",
-        "hook-not-on-path", "sqlite-file-missing"])
+        "hook-not-on-path", "sqlite-file-missing", "table-topic-missing-and-unselected"])
 def test_plan_check_is_not_ready_when_a_later_command_would_refuse(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path, change: dict[str, Any], words: list[str]) -> None:
     create_topic(plan.cluster("old"), f"{ns}.orders", partitions=1)
