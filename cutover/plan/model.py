@@ -5,7 +5,9 @@ samples/plan.yaml documents every key; keep the two in step.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -30,6 +32,28 @@ def _regex_fix(pattern: str, exc: re.error) -> str:
         return f"patterns are regular expressions, not shell globs: write {glob}"
     return (f"to match it literally, escape it: {re.escape(pattern)}; patterns are Python regular expressions that "
             "match the whole name")
+
+
+def _at_least(low: int, fix: str) -> Callable[[int], str | None]:
+    """A check that a whole number is `low` or more, with its fix."""
+    return lambda n: None if n >= low else f"must be {low} or more (fix: {fix})"
+
+
+#: The fix of a gate on rows that differ.
+NONE_ALLOWED = "0 or more; 0, the default, allows none"
+
+
+def _one_of(value: str, choices: tuple[str, ...]) -> str | None:
+    """A choice among words, with the close one as the fix."""
+    if value in choices:
+        return None
+    close = difflib.get_close_matches(value, choices, n=1)
+    return (f"must be {', '.join(choices[:-1])} or {choices[-1]} "
+            f"(fix: {f'did you mean {close[0]}?' if close else f'{choices[0]}, the default'})")
+
+
+#: The mirror's producer codecs (mirror.compression).
+CODECS = ("auto", "none", "gzip", "snappy", "lz4", "zstd")
 
 
 _TRANSFORM = re.compile(r"\s*(?:(?P<fn>\w+)\s*\((?P<args>[^()]*)\)|(?P<col>\w+))\s*")
@@ -137,7 +161,7 @@ class Column:
     name: str
     #: string, long, int, double, float, boolean, timestamp, date, binary, decimal(p,s)
     type: str = field(metadata={"check": lambda t: None if _COLUMN_TYPE.fullmatch(t) else
-                                f"unknown column type '{t}' (use string, long, int, double, float, "
+                                f"unknown column type '{t}' (fix: use string, long, int, double, float, "
                                 "boolean, timestamp, date, binary or decimal(p,s))"})
     #: Whether the column may hold null.
     nullable: bool = True
@@ -265,8 +289,7 @@ class Spark:
     #: Where `cutover shadow` keeps Spark's per-run checkpoints (the table holds the offsets).
     checkpoint_dir: str | None = None
     #: Kafka records per micro-batch, at most (per table).
-    max_records_per_batch: int = field(default=200_000, metadata={"check": lambda n: None if n >= 1 else
-                                                                   "must be at least 1"})
+    max_records_per_batch: int = field(default=200_000, metadata={"check": _at_least(1, "e.g. 200000, the default")})
     #: How long a shadow commit is retried while the catalog does not answer.
     commit_timeout: Duration = Duration(120)
     #: Start the driver from the class-data archive cutover keeps (made by `cutover local up`, once per
@@ -277,15 +300,15 @@ class Spark:
 @dataclass(frozen=True)
 class Mirror:
     #: The replication factor of the topics the mirror creates on the new cluster.
-    replication_factor: int = field(default=3, metadata={"check": lambda n: None if n >= 1 else "must be at least 1"})
+    replication_factor: int = field(default=3, metadata={"check": _at_least(
+        1, "the new cluster's replication factor, e.g. 3, the default (1 for a one-broker cluster)")})
     #: How often a running mirror translates and commits the selected groups' offsets.
     group_sync_interval: Duration = Duration(10)
     #: Prefix of the transactional ids and internal topics the mirror keeps on the new cluster.
     state_prefix: str = "__cutover"
     #: The codec the mirror's producer compresses with: auto (the one most copied topics name in
     #: compression.type, else lz4), none, gzip, snappy, lz4 or zstd.
-    compression: str = field(default="auto", metadata={"check": lambda c: None if c in (
-        "auto", "none", "gzip", "snappy", "lz4", "zstd") else "must be auto, none, gzip, snappy, lz4 or zstd"})
+    compression: str = field(default="auto", metadata={"check": lambda c: _one_of(c, CODECS)})
 
 
 @dataclass(frozen=True)
@@ -294,26 +317,27 @@ class LagGate:
 
     #: Rows the old table holds beyond what the new table has reached: the new write path is behind,
     #: stalled or empty, and those rows were never compared.
-    old_ahead: int = field(default=0, metadata={"check": lambda n: None if n >= 0 else "must be 0 or more"})
+    old_ahead: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Rows the new table holds beyond the old table's position (null: no limit).
-    new_ahead: int | None = None
+    new_ahead: int | None = field(default=None, metadata={"check": _at_least(
+        0, "0 or more, or leave it out for no limit")})
 
 
 @dataclass(frozen=True)
 class Gates:
     #: Records per partition the forward mirror may be behind when promote starts (the drain copies the rest).
-    max_mirror_lag: int = field(default=1000, metadata={"check": lambda n: None if n >= 0 else
-                                                        "must be 0 or more"})
+    max_mirror_lag: int = field(default=1000, metadata={"check": _at_least(
+        0, "0 or more, e.g. 1000, the default: the drain copies the rest")})
     #: Promote needs a passing verify at most this old.
     verify_max_age: Duration = Duration(3600)
     #: Rows of the old table that the new one lacks, allowed before verify fails.
-    max_missing_rows: int = 0
+    max_missing_rows: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Rows of the new table that the old one lacks, allowed before verify fails.
-    max_extra_rows: int = 0
+    max_extra_rows: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Rows with the same offset but other content, allowed before verify fails.
-    max_mismatched_rows: int = 0
+    max_mismatched_rows: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Offsets held more than once in a table, allowed before verify fails.
-    max_duplicate_rows: int = 0
+    max_duplicate_rows: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Verify fails, and promote refuses, when one table is further ahead than this (offsets mode).
     max_lag_rows: LagGate = field(default_factory=LagGate)
     #: After the freeze, the old cluster's end offsets must stand still this long, unless the freeze_producers
@@ -374,7 +398,9 @@ class Complete:
 def _hook_events(hooks: dict[str, str]) -> str | None:
     unknown = sorted(set(hooks) - set(HOOK_EVENTS))
     if unknown:
-        return f"unknown hook event(s) {', '.join(unknown)}; events are: {', '.join(HOOK_EVENTS)}"
+        close = [c for u in unknown for c in difflib.get_close_matches(u, HOOK_EVENTS, n=1)]
+        return (f"unknown hook event(s) {', '.join(unknown)}; events are: {', '.join(HOOK_EVENTS)} (fix: "
+                + (f"did you mean {', '.join(close)}?" if close else "name one of those events") + ")")
     return None
 
 
@@ -398,12 +424,14 @@ REGISTRY_FORMATS = ("avro", "protobuf", "json-schema")
 def _registry_url(props: dict[str, str]) -> str | None:
     url = props.get("url", "")
     if not url:
-        return "'url' is required: the registry's Confluent API root, e.g. http://host:8081"
+        return "'url' is required (fix: the registry's Confluent API root, e.g. http://host:8081)"
     if not re.match(r"https?://[^/\s]+", url):
-        return f"'{url}' is not an http:// or https:// URL"
+        return f"'{url}' is not an http:// or https:// URL (fix: the registry's Confluent API root, e.g. http://host:8081)"
     unknown = sorted(set(props) - set(REGISTRY_PROPERTIES))
     if unknown:
-        return f"unknown registry propert(ies) {', '.join(unknown)}; known: {', '.join(REGISTRY_PROPERTIES)}"
+        close = [c for u in unknown for c in difflib.get_close_matches(u, REGISTRY_PROPERTIES, n=1)]
+        return (f"unknown registry propert(ies) {', '.join(unknown)}; known: {', '.join(REGISTRY_PROPERTIES)} (fix: "
+                + (f"did you mean {', '.join(close)}?" if close else "remove them") + ")")
     return None
 
 
@@ -440,10 +468,11 @@ def _principals(mapping: dict[str, str]) -> str | None:
     for old, new in mapping.items():
         for p in (old, new):
             if not _PRINCIPAL.fullmatch(p) or p.endswith(":*"):
-                return (f"'{p}' is not a principal of the form Type:name, e.g. User:orders-app (the wildcard "
-                        "maps to itself)")
+                return (f"'{p}' is not a principal of the form Type:name (the wildcard maps to itself) (fix: e.g. "
+                        "User:orders-app)")
     if len(set(mapping.values())) != len(mapping):
-        return "two old principals map to one new principal: each needs its own, or their rights would merge"
+        return ("two old principals map to one new principal: their rights would merge (fix: give each old "
+                "principal its own new one)")
     return None
 
 
@@ -451,7 +480,7 @@ def _variables(mapping: dict[str, str]) -> str | None:
     for user, var in mapping.items():
         if not _VAR.fullmatch(var):
             return (f"the value given for SCRAM user {user} is not a variable name (not shown: it may be the "
-                    "password): give the name of a variable of the env file, not the password itself")
+                    "password) (fix: give the name of a variable of the env file, not the password itself)")
     return None
 
 
@@ -500,8 +529,11 @@ _READER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def _reader_name(name: str) -> str | None:
-    return None if _READER_NAME.fullmatch(name) else \
-        f"'{name}' cannot name a reader: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+    if _READER_NAME.fullmatch(name):
+        return None
+    fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64] or "reader"
+    return (f"'{name}' cannot name a reader: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or "
+            f"digit (fix: e.g. {fixed})")
 
 
 @dataclass(frozen=True)
@@ -565,7 +597,8 @@ class Reader:
 
 
 def _port(port: int | None) -> str | None:
-    return None if port is None or 1 <= port <= 65535 else f"{port} is not a TCP port (1 to 65535)"
+    return None if port is None or 1 <= port <= 65535 else \
+        f"{port} is not a TCP port (fix: a port from 1 to 65535, or leave it out to serve none)"
 
 
 MetricsPart = Literal["mirror", "reverse_mirror", "shadow", "exporter"]
@@ -600,7 +633,8 @@ class Observability:
 
 def _distinct(ports: MetricsPorts) -> str | None:
     given = [p for p in (ports.mirror, ports.reverse_mirror, ports.shadow, ports.exporter) if p is not None]
-    return None if len(given) == len(set(given)) else f"a port is given to two parts ({given}): give each its own"
+    return None if len(given) == len(set(given)) else \
+        f"a port is given to two parts ({given}) (fix: give each its own)"
 
 
 @dataclass(frozen=True)
@@ -631,7 +665,8 @@ class PlanSpec:
     name: str = field(default="migration", metadata={"check": _plan_name})
     #: The plan format's version; this cutover reads 1.
     version: int = field(default=1, metadata={"check": lambda v: None if v == 1 else
-                                              f"plan version {v} is not supported by this cutover (supports 1)"})
+                                              f"plan version {v} is not supported by this cutover (supports 1) "
+                                              "(fix: version: 1)"})
     #: A file of NAME=value lines (relative to the plan) that ${NAME} in the plan reads; the environment wins.
     env_file: str | None = None
     topics: Selection = field(default_factory=Selection)

@@ -280,9 +280,10 @@ def test_readers_are_checked_each_with_its_line(tmp_path: Path) -> None:
     assert "plan.yaml:6: readers[1].source_uid: source_uid does not apply to a connect reader" in text
     assert problems(tmp_path, MINIMAL + "readers:\n  - {name: f, kind: flink, source_uid: u, savepoints: sp, "
                     "reset: never}\n")[0].endswith("readers[0].reset: expected one of 'none', 'earliest', 'latest', "
-                                                   "found str 'never'")
+                                                   "found str 'never' (fix: write one of them)")
     assert problems(tmp_path, MINIMAL + "readers:\n  - {name: t, kind: kafka-streams, state_dir: st, state: keep}\n"
-                    )[0].endswith("plan.yaml:5: readers[0].state: expected one of 'rewrite', 'wipe', found str 'keep'")
+                    )[0].endswith("plan.yaml:5: readers[0].state: expected one of 'rewrite', 'wipe', found str 'keep' "
+                                  "(fix: write one of them)")
     got = problems(tmp_path, MINIMAL + """readers:
   - {name: t, kind: kafka-streams, state_dir: st}
 """)
@@ -391,3 +392,61 @@ def test_what_a_plan_leaves_unsaid_is_refused_by_name_where_it_is_needed_not_ass
     with pytest.raises(Refused) as refused:
         handover.writer_positions(None, plan, plan.spec.tables[0], 1.0)
     assert refused.value.message == "table legacy.o: writer_offsets is group but writer_group is not set"
+
+
+def test_every_problem_of_a_plan_carries_its_fix(tmp_path: Path) -> None:
+    text = MINIMAL + """\
+gates: {max_mirror_lag: '100', max_missing_rows: -1, max_lag_rows: {new_ahead: -2}, quiet_period: -5}
+switch: {reverse_mirror: 'no'}
+topics: {include: orders}
+groups: {include: {a: b}}
+catalog: {uri: 'sqlite:////tmp/c.db', type: hive}
+tables:
+  - {topic: a, old: x.a, new: y.a, format: JSON, schema: [{name: a, type: varchar}]}
+hooks: {freez_producers: ./x.sh}
+observability: {ports: {mirror: 70000}}
+readers:
+  - {name: 'my reader', kind: spark-checkpoint, checkpoint: ck}
+version: 2
+mirror: {compression: lz5}
+"""
+    found = problems(tmp_path, text)
+    without = [p for p in found if "(fix: " not in p]
+    assert without == [], without
+    fixes = {p.split(": ", 2)[1]: p.split("(fix: ")[-1][:-1] for p in found}
+    assert fixes == {
+        "gates.max_mirror_lag": "write 100 without quotes",
+        "gates.max_missing_rows": "0 or more; 0, the default, allows none",
+        "gates.max_lag_rows.new_ahead": "0 or more, or leave it out for no limit",
+        "gates.quiet_period": "a number of seconds, or one with its unit: 500ms, 30s, 5m, 1h, 2d",
+        "switch.reverse_mirror": "true or false, without quotes",
+        "topics.include": 'a list, even of one: ["orders"]',
+        "groups.include": "a list: one item a line, each starting with '- ', or [a, b]",
+        "catalog.type": "write one of them",
+        "tables[0].format": "did you mean 'json'?",
+        "tables[0].schema[0].type": "use string, long, int, double, float, boolean, timestamp, date, binary or "
+                                    "decimal(p,s)",
+        "hooks": "did you mean freeze_producers?",
+        "observability.ports.mirror": "a port from 1 to 65535, or leave it out to serve none",
+        "readers[0].name": "e.g. my-reader",
+        "version": "version: 1",
+        "mirror.compression": "did you mean lz4?"}
+
+
+def test_an_unset_variable_is_the_only_problem_named_at_its_key(tmp_path: Path) -> None:
+    assert problems(tmp_path, "name: ${NOPE_X}\n" + MINIMAL) == [
+        f"{tmp_path / 'plan.yaml'}:1: name: environment variable NOPE_X is not set (fix: export it, or define it in "
+        "the plan's env_file)"]
+
+
+def test_an_unclosed_quote_is_named_where_it_opens(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, MINIMAL + "name: 'orders\n")
+    assert msg == (f"{tmp_path / 'plan.yaml'}:5:1: YAML syntax error: found unexpected end of stream (fix: close the "
+                   "quote opened at line 4, column 7)")
+
+
+def test_an_env_file_that_is_a_folder_is_named_as_one(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    assert problems(tmp_path, "env_file: secrets\n" + MINIMAL) == [
+        f"{tmp_path / 'plan.yaml'}:1: env_file: {tmp_path / 'secrets'} is a folder, not a file of NAME=value lines "
+        "(fix: name the file in it, or remove env_file)"]
