@@ -60,11 +60,30 @@ def table_topics(plan: Plan, old_topics: list[str] | None = None) -> list[Findin
                                  "correct the table pair's topic" + (f" (did you mean {close[0]}?)" if close else "")
                                  + ", or create the topic on the old cluster first"))
         elif not plan.spec.topics.matches(t.topic):
-            found.append(Finding("tables", f"tables[{i}].topic {t.topic} is not in the plan's topic selection "
-                                 "(topics.include / exclude): the mirror never copies it, so the shadow finds nothing "
-                                 "of it on the new cluster",
-                                 f"select {t.topic} in topics.include, or correct the table pair's topic"))
+            found.append(_unselected(plan.spec.topics, i, t.topic))
     return found
+
+
+def _unselected(sel: Selection, i: int, topic: str) -> Finding:
+    """A table's topic the selection leaves out: by the exclude pattern that does, else by no include."""
+    never = "the mirror never copies it, so the shadow finds nothing of it on the new cluster"
+    if any(re.fullmatch(p, topic) for p in sel.include):
+        n, pattern = next((n, p) for n, p in enumerate(sel.exclude) if re.fullmatch(p, topic))
+        return Finding("tables", f"tables[{i}].topic {topic} is left out by topics.exclude[{n}] {pattern!r}: {never}",
+                       f"narrow topics.exclude[{n}] so that it leaves {topic} in, or correct the table pair's topic")
+    return Finding("tables", f"tables[{i}].topic {topic} is not in the plan's topic selection (topics.include / "
+                   f"exclude): {never}", f"select {topic} in topics.include, or correct the table pair's topic")
+
+
+def absent_tables(plan: Plan, held: list[dict[str, Any]]) -> list[Finding]:
+    """Old tables the catalog does not hold (`held`: plan check's catalog.tables). The new table is the shadow's
+    to create; the old one is the existing pipeline's, which verify compares with and promote hands over."""
+    absent = {t["table"] for t in held if t["role"] == "old" and not t["exists"]}
+    return [Finding("tables", f"tables[{i}].old {p.old} does not exist in the catalog: verify compares the new table "
+                    "with it and promote hands it over",
+                    "name the existing pipeline's table as the catalog lists it (plan check -o json: catalog.tables), "
+                    "or let its pipeline create it first")
+            for i, p in enumerate(plan.spec.tables) if p.old in absent]
 
 
 def online(plan: Plan, old_topics: list[str] | None, old_groups: list[str] | None) -> list[Finding]:
@@ -141,7 +160,10 @@ def hook_findings(plan: Plan) -> list[Finding]:
         program = argv[0]
         if "/" in program:
             path = Path(program) if os.path.isabs(program) else (plan.base_dir / program).resolve()
-            if not path.is_file():
+            if path.is_dir():
+                found.append(Finding("hooks", f"hooks.{event}: {path} is a folder, not a script",
+                                     f"give the script in it, e.g. {path}/{event}.sh"))
+            elif not path.is_file():
                 found.append(Finding("hooks", f"hooks.{event}: {path} does not exist",
                                      "create the script, or fix the path (a relative path is from the plan's "
                                      f"folder, {plan.base_dir})"))
