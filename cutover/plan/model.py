@@ -110,14 +110,20 @@ def _catalog_name(name: str) -> str | None:
             f"Spark's spark.sql.catalog.<name>) (fix: e.g. {fixed if _CATALOG_NAME.fullmatch(fixed) else 'lake'})")
 
 
-_PLAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+#: A name that goes into ids and folder names: the plan's, a reader's.
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _as_word(name: str, default: str) -> str:
+    """The name made a _WORD, for a fix."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64] or default
 
 
 def _plan_name(name: str) -> str | None:
     """The name is part of transactional ids, group ids and the journal's folder: a safe word for all three."""
-    if _PLAN_NAME.fullmatch(name) and name not in (".", ".."):
+    if _WORD.fullmatch(name) and name not in (".", ".."):
         return None
-    fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64] or "migration"
+    fixed = _as_word(name, "migration")
     return (f"'{name}' cannot name a plan: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter "
             f"or digit (it becomes part of Kafka transactional and group ids and of a folder name) (fix: e.g. {fixed})")
 
@@ -525,13 +531,10 @@ class Rights:
         return (self.old if side == "old" else self.new).allow_if_no_acl
 
 
-_READER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
 def _reader_name(name: str) -> str | None:
-    if _READER_NAME.fullmatch(name):
+    if _WORD.fullmatch(name):
         return None
-    fixed = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64] or "reader"
+    fixed = _as_word(name, "reader")
     return (f"'{name}' cannot name a reader: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or "
             f"digit (fix: e.g. {fixed})")
 
