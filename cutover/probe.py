@@ -46,8 +46,9 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
 
     report["readers"], problems = positions(plan)  # read once, for both
     old = report["old"]
-    findings = readiness.offline(plan, problems) + readiness.online(
+    findings = readiness.offline(plan, problems, tables=not old["reachable"]) + readiness.online(
         plan, list(old["topics_all"]) if old["reachable"] else None, old["groups_all"] if old["reachable"] else None)
+    findings += readiness.absent_tables(plan, report["catalog"].get("tables", []))
     for side, reg in (report["registry"] or {}).items():
         if reg.get("problem"):
             findings.append(readiness.Finding("registry", reg["problem"],

@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +42,32 @@ def cutover(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     done = subprocess.run([sys.executable, "-m", "cutover", *args], capture_output=True, text=True,
                           env=full_env, timeout=timeout, check=False)
     return Run(done.returncode, done.stdout, done.stderr)
+
+
+@contextmanager
+def answering(status: int, kind: str, body: bytes) -> Iterator[int]:
+    """A real HTTP server on a loopback port that answers every GET with this status, content type and body:
+    a registry that refuses, or an address that is not a registry's. Yields its port."""
+    import http.server
+    import threading
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield int(server.server_address[1])
+        finally:
+            server.shutdown()
 
 
 def wait_for(condition: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:

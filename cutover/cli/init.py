@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,7 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
         if not Path(env_file).is_file():
             raise UsageError(f"--env-file {env_file}: no such file", fix="create it (KEY=VALUE lines), or leave it out")
         env_file = str(Path(env_file).resolve())
+    _variable_names(sides, s3_key_var, s3_secret_var)
     clusters = {}
     for side in ("old", "new"):
         security = sides[f"{side}_security"]
@@ -158,6 +160,21 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
     return probe.exit_code(report)
 
 
+def _variable_names(sides: dict[str, Any], s3_key_var: str, s3_secret_var: str) -> None:
+    """The flags that name an environment variable: the plan writes ${NAME}, so each must be a name (an empty
+    storage key variable means the AWS SDK's own chain; a SASL password needs its variable)."""
+    given = [(f"--{side}-password-var", sides[f"{side}_password_var"], f"{side.upper()}_KAFKA_PASSWORD")
+             for side in ("old", "new") if sides[f"{side}_security"].startswith("SASL")]
+    given += [(flag, value, default) for flag, value, default in (("--s3-key-var", s3_key_var, "S3_ACCESS_KEY"),
+                                                                 ("--s3-secret-var", s3_secret_var, "S3_SECRET_KEY"))
+              if value]
+    for flag, value, default in given:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value or ""):
+            raise UsageError(f"{flag} {value or ''!r}: not an environment variable name (the plan reads the value "
+                             "from it; nothing was written)",
+                             fix=f"letters, digits and _, not starting with a digit, e.g. {default}")
+
+
 def _contradictions(side: str, security: str, user: str | None, ca: str | None) -> None:
     """Answers the chosen security protocol would silently drop: refused, naming both."""
     dropped = ([f"--{side}-user"] if user and not security.startswith("SASL") else []) + \
@@ -192,7 +209,8 @@ def _render_checked(answers: Any, target: Path) -> str:
 
 
 #: Plan keys -> the init flag whose answer wrote them (the longest matching key wins).
-_FLAGS = {"topics": "--topics", "groups": "--groups", "tables": "--pair", "catalog.uri": "--catalog-uri",
+_FLAGS = {"name": "--name", "topics": "--topics", "groups": "--groups", "tables": "--pair",
+          "catalog.uri": "--catalog-uri", "catalog.name": "--catalog-name",
           "catalog.warehouse": "--warehouse", "catalog.storage": "--storage", "catalog": "--catalog-uri",
           "clusters.old": "--old-bootstrap / --old-security", "clusters.new": "--new-bootstrap",
           "clusters.old['bootstrap.servers']": "--old-bootstrap",
@@ -205,8 +223,6 @@ _FLAGS = {"topics": "--topics", "groups": "--groups", "tables": "--pair", "catal
 
 def _by_flag(problem: str) -> str:
     """'FILE:LINE: key.path: what' -> '--flag (key.path in FILE): what'."""
-    import re
-
     m = re.match(r"(?P<file>.+?):\d+: (?P<key>[^:\s]+): (?P<what>.*)", problem, re.S)
     if not m:
         return problem

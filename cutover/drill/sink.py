@@ -50,10 +50,9 @@ def config(plan: Plan, pair: TablePair, cluster: ClusterSide = "old") -> dict[st
     through the registry of the cluster it runs on."""
     from cutover.local.connect import sink_config
 
-    assert plan.spec.catalog is not None
     registry = getattr(plan.spec.registry, cluster)["url"] if pair.format == "avro" and plan.spec.registry else None
-    return sink_config(plan.spec.catalog, [pair.topic], pair.old, control_topic=pair.control_topic,
-                       commit_interval_ms=COMMIT_INTERVAL_MS, avro_registry=registry)
+    return sink_config(plan.require_catalog("the Iceberg sink"), [pair.topic], pair.old,
+                       control_topic=pair.control_topic, commit_interval_ms=COMMIT_INTERVAL_MS, avro_registry=registry)
 
 
 def _rest(pair: TablePair) -> tuple[Connect, str]:
@@ -95,8 +94,7 @@ def _namespaces(plan: Plan) -> None:
 
     from cutover.lake import catalog
 
-    assert plan.spec.catalog is not None
-    cat = catalog.load(plan.spec.catalog)
+    cat = catalog.load(plan.require_catalog("the Iceberg sink"))
     for namespace in sorted({p.old.rsplit(".", 1)[0] for p in pairs(plan)}):
         with contextlib.suppress(NamespaceAlreadyExistsError):
             cat.create_namespace(namespace)

@@ -44,8 +44,7 @@ def maintain(spark: SparkSession, plan: Plan, table: str, orphan_age: float) -> 
         raise UsageError(f"orphan files younger than {orphan_age:.0f}s would be removed from table {table}: "
                          "Iceberg refuses less than a day, because a write in flight may own them",
                          fix="give orphan_age 24h or more (Iceberg's default is 3d)")
-    assert plan.spec.catalog is not None
-    cat, name = plan.spec.catalog.name, table
+    cat, name = plan.require_catalog(f"table {table}").name, table
     now = dt.datetime.now(dt.UTC)
 
     def call(procedure: str, args: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cutover import jvm
-from cutover.errors import DependencyMissing, UsageError
+from cutover.errors import DependencyMissing
 from cutover.lake import catalog as catalog_mod
 from cutover.lake import class_archive
 from cutover.plan import Plan
@@ -57,10 +57,7 @@ LOOPBACK = "127.0.0.1"
 
 def session_conf(plan: Plan, app_name: str) -> dict[str, str]:
     """Every setting the session gets; the plan's own spark.conf wins over defaults."""
-    cat = plan.spec.catalog
-    if cat is None:
-        raise UsageError(f"{plan.file}: catalog: required for Spark jobs",
-                         fix="add a catalog section with the Iceberg catalog's uri")
+    cat = plan.require_catalog("a Spark job")
     conf = {
         "spark.app.name": app_name,
         "spark.master": plan.spec.spark.master,

@@ -48,8 +48,7 @@ def dead_letter_name(table: str) -> str:
 
 def qualified(plan: Plan, table: str) -> str:
     """namespace.table -> catalog.namespace.table, with each part quoted for Spark SQL."""
-    cat = plan.spec.catalog
-    assert cat is not None
+    cat = plan.require_catalog(f"table {table}")
     return ".".join(f"`{p}`" for p in [cat.name, *table.split(".")])
 
 
@@ -226,8 +225,7 @@ def load_table(plan: Plan, table: str) -> Any:
     """The table through pyiceberg, freshly loaded (one catalog client per process)."""
     from pyiceberg.exceptions import NoSuchTableError
 
-    cat = plan.spec.catalog
-    assert cat is not None
+    cat = plan.require_catalog(f"table {table}")
     key = (cat.name, cat.uri)
     if key not in _catalogs:
         _catalogs[key] = catalog_mod.load(cat)
@@ -245,8 +243,7 @@ def purge(plan: Plan, table: str) -> None:
     """Drop the table and delete its files (already gone: nothing to do)."""
     from pyiceberg.exceptions import NoSuchTableError
 
-    cat = plan.spec.catalog
-    assert cat is not None
+    cat = plan.require_catalog(f"table {table}")
     if load_table(plan, table) is None:
         return
     try:

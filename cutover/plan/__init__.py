@@ -11,7 +11,7 @@ from typing import Any
 
 from cutover import secrets
 from cutover.errors import PlanError, UsageError
-from cutover.plan.model import REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
+from cutover.plan.model import CATALOG_URIS, REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
 from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 
@@ -32,6 +32,9 @@ def load_plan(file: str | Path, environ: dict[str, str] | None = None) -> Plan:
     if isinstance(env_file, str):
         env_path = Path(env_file).expanduser()
         env_path = env_path if env_path.is_absolute() else path.parent / env_path
+        if env_path.is_dir():
+            raise PlanError([f"{doc.where(('env_file',))}: {env_path} is a folder, not a file of NAME=value lines "
+                             "(fix: name the file in it, or remove env_file)"])
         if not env_path.is_file():
             raise PlanError([f"{doc.where(('env_file',))}: file {env_path} not found "
                              "(fix: create it, or remove env_file)"])
@@ -115,6 +118,10 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
             problems += [f"{where(('clusters', side, 'bootstrap.servers'))}: {p}" for p in
                          _bootstrap_problems(str(props["bootstrap.servers"]))]
         problems += [f"{where(('clusters', side))}: {p}" for p in _client_problems(props)]
+    if spec.tables and spec.catalog is None:
+        problems.append(f"{where(('tables',))}: {len(spec.tables)} table pair(s) and no catalog section: the shadow, "
+                        "verify, status and promote reach the tables through the plan's Iceberg catalog (fix: add "
+                        f"catalog: {{uri: ...}}, e.g. {CATALOG_URIS}; or remove tables to move topics only)")
     if spec.catalog is not None:
         problems += [f"{where(('catalog', 'uri'))}: {p}" for p in _catalog_problems(spec.catalog.type,
                                                                                    spec.catalog.uri)]
@@ -131,7 +138,8 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
                                 f"{where(seen[name]).split(': ', 1)[1]} (fix: each table appears once)")
             seen[name] = ("tables", i, key)
         if t.format != "json" and t.schema:
-            problems.append(f"{where(('tables', i, 'schema'))}: a schema only applies to format json")
+            problems.append(f"{where(('tables', i, 'schema'))}: a schema only applies to format json (fix: remove "
+                            "schema, or set format: json)")
         registry_formats = [f"{k} {v}" for k, v in (("format", t.format), ("key_format", t.key_format))
                             if v in REGISTRY_FORMATS]
         if registry_formats and spec.registry is None:
@@ -213,7 +221,7 @@ def _client_problems(props: dict[str, str]) -> list[str]:
             hint += " (one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"
         return [f"librdkafka refuses these client properties: {text}{hint} (fix: see librdkafka's CONFIGURATION.md)"]
     except (TypeError, ValueError) as exc:
-        return [f"librdkafka refuses these client properties: {exc}"]
+        return [f"librdkafka refuses these client properties: {exc} (fix: see librdkafka's CONFIGURATION.md)"]
     return []
 
 

@@ -48,11 +48,11 @@ class Table:
     @classmethod
     def parse(cls, text: str) -> Table:
         """`TOPIC=OLD_TABLE:NEW_TABLE`, e.g. `orders=legacy.orders:cutover.orders`."""
-        m = re.fullmatch(r"([^=\s]+)=([\w.]+):([\w.]+)", text.strip())
+        m = re.fullmatch(r"([^=]+)=([^:]+):([^:]+)", text.strip())  # each name then validated as the plan's
         if m is None:
             raise UsageError(f"--pair {text!r}: expected TOPIC=OLD_TABLE:NEW_TABLE",
                              fix="e.g. --pair orders=legacy.orders:cutover.orders (tables as namespace.table)")
-        return cls(*m.groups())
+        return cls(*(g.strip() for g in m.groups()))
 
 
 @dataclass(frozen=True)

@@ -5,21 +5,55 @@ samples/plan.yaml documents every key; keep the two in step.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cutover.errors import UsageError
 from cutover.plan.schema import Duration
 
 
-def _regexes(patterns: list[str]) -> str | None:
-    for p in patterns:
-        try:
-            re.compile(p)
-        except re.error as exc:
-            return f"'{p}' is not a valid regular expression: {exc}"
+def _regex(pattern: str) -> str | None:
+    """A selection's pattern, compiled as the selection will; a bad one is named with the fix for its likely
+    cause: a shell glob (`*.tmp`), or a character meant literally (`(`)."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"{pattern!r} is not a valid regular expression: {exc} (fix: {_regex_fix(pattern, exc)})"
     return None
+
+
+def _regex_fix(pattern: str, exc: re.error) -> str:
+    if exc.msg in ("nothing to repeat", "multiple repeat") and ("*" in pattern or "?" in pattern):
+        glob = "".join({"*": ".*", "?": "."}.get(c, re.escape(c)) for c in pattern)
+        return f"patterns are regular expressions, not shell globs: write {glob}"
+    return (f"to match it literally, escape it: {re.escape(pattern)}; patterns are Python regular expressions that "
+            "match the whole name")
+
+
+def _at_least(low: int, fix: str) -> Callable[[int], str | None]:
+    """A check that a whole number is `low` or more, with its fix."""
+    return lambda n: None if n >= low else f"must be {low} or more (fix: {fix})"
+
+
+#: The fix of a gate on rows that differ.
+NONE_ALLOWED = "0 or more; 0, the default, allows none"
+
+
+def _one_of(value: str, choices: tuple[str, ...]) -> str | None:
+    """A choice among words, with the close one as the fix."""
+    if value in choices:
+        return None
+    close = difflib.get_close_matches(value, choices, n=1)
+    return (f"must be {', '.join(choices[:-1])} or {choices[-1]} "
+            f"(fix: {f'did you mean {close[0]}?' if close else f'{choices[0]}, the default'})")
+
+
+#: The mirror's producer codecs (mirror.compression).
+CODECS = ("auto", "none", "gzip", "snappy", "lz4", "zstd")
 
 
 _TRANSFORM = re.compile(r"\s*(?:(?P<fn>\w+)\s*\((?P<args>[^()]*)\)|(?P<col>\w+))\s*")
@@ -50,22 +84,60 @@ def _transforms(exprs: list[str]) -> str | None:
         if bad else None
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_]+")
+
+
 def _table_name(name: str) -> str | None:
+    """namespace.table, each part a plain identifier: cutover names the table in Spark SQL, in Iceberg's
+    procedures (which parse the name, unquoted) and in the dead-letter table's name."""
     parts = name.split(".")
-    if len(parts) < 2 or not all(parts):
-        return f"'{name}' is not a table name of the form namespace.table"
-    return None
+    if len(parts) >= 2 and all(_IDENTIFIER.fullmatch(p) for p in parts):
+        return None
+    fixed = [p for p in (re.sub(r"[^A-Za-z0-9_]+", "_", p.strip()) for p in parts) if p.strip("_")]
+    fixed = fixed if len(fixed) >= 2 else ["NAMESPACE", *(fixed or ["TABLE"])]
+    return (f"{name!r} is not a table name cutover can use: namespace.table, each part letters, digits and _ "
+            f"(fix: e.g. {'.'.join(fixed)})")
 
 
-_PLAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_CATALOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _catalog_name(name: str) -> str | None:
+    if _CATALOG_NAME.fullmatch(name):
+        return None
+    fixed = re.sub(r"[^A-Za-z0-9_-]+", "_", name.strip()).lstrip("-") or "lake"
+    return (f"{name!r} cannot name a catalog: letters, digits, _ and -, starting with a letter or _ (it becomes "
+            f"Spark's spark.sql.catalog.<name>) (fix: e.g. {fixed if _CATALOG_NAME.fullmatch(fixed) else 'lake'})")
+
+
+#: A name that goes into ids and folder names: the plan's, a reader's.
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _as_word(name: str, default: str) -> str:
+    """The name made a _WORD, for a fix."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64] or default
 
 
 def _plan_name(name: str) -> str | None:
     """The name is part of transactional ids, group ids and the journal's folder: a safe word for all three."""
-    if _PLAN_NAME.fullmatch(name) and name not in (".", ".."):
+    if _WORD.fullmatch(name) and name not in (".", ".."):
         return None
+    fixed = _as_word(name, "migration")
     return (f"'{name}' cannot name a plan: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter "
-            "or digit (it becomes part of Kafka transactional and group ids and of a folder name)")
+            f"or digit (it becomes part of Kafka transactional and group ids and of a folder name) (fix: e.g. {fixed})")
+
+
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def _topic_name(name: str) -> str | None:
+    """Kafka's own rule for a topic's name: a table pair's topic that breaks it can never exist."""
+    if _TOPIC.fullmatch(name) and name not in (".", ".."):
+        return None
+    fixed = re.sub(r"[^A-Za-z0-9._-]+", "_", name.strip())[:249].strip(".") or "TOPIC"
+    return (f"{name!r} is not a Kafka topic name: 1 to 249 letters, digits, '.', '_' or '-' (fix: e.g. {fixed}, "
+            "the topic's name as the old cluster lists it)")
 
 
 @dataclass(frozen=True)
@@ -73,9 +145,9 @@ class Selection:
     """Names selected by regular expressions (full match): included and not excluded."""
 
     #: Regular expressions (each matching the whole name) of the names selected.
-    include: list[str] = field(default_factory=lambda: [".*"], metadata={"check": _regexes})
+    include: list[str] = field(default_factory=lambda: [".*"], metadata={"each": _regex})
     #: Regular expressions of names left out, even when an include matches them.
-    exclude: list[str] = field(default_factory=list, metadata={"check": _regexes})
+    exclude: list[str] = field(default_factory=list, metadata={"each": _regex})
 
     def matches(self, name: str) -> bool:
         return any(re.fullmatch(p, name) for p in self.include) and not any(
@@ -95,7 +167,7 @@ class Column:
     name: str
     #: string, long, int, double, float, boolean, timestamp, date, binary, decimal(p,s)
     type: str = field(metadata={"check": lambda t: None if _COLUMN_TYPE.fullmatch(t) else
-                                f"unknown column type '{t}' (use string, long, int, double, float, "
+                                f"unknown column type '{t}' (fix: use string, long, int, double, float, "
                                 "boolean, timestamp, date, binary or decimal(p,s))"})
     #: Whether the column may hold null.
     nullable: bool = True
@@ -120,8 +192,10 @@ class OffsetColumns:
 @dataclass(frozen=True)
 class TablePair:
     #: The Kafka topic whose records both tables hold.
-    topic: str
+    topic: str = field(metadata={"check": _topic_name})
+    #: The existing pipeline's table, namespace.table (each part letters, digits and _).
     old: str = field(metadata={"check": _table_name, "fix": "name the existing pipeline's table, namespace.table"})
+    #: The table cutover shadow writes, namespace.table (each part letters, digits and _).
     new: str = field(metadata={"check": _table_name, "fix": "name the table cutover shadow writes, namespace.table"})
     #: json (decoded into columns), raw (the value as bytes), text (the value as a UTF-8 string), or a
     #: schema-registry format in the Confluent wire format (0x00, a 4-byte schema id, the body): avro,
@@ -186,13 +260,18 @@ class TablePair:
         return None
 
 
+#: What a catalog's uri looks like, for fixes.
+CATALOG_URIS = ("sqlite:////absolute/path/catalog.db, postgresql+psycopg2://user@host/db or a REST catalog's "
+                "http(s):// with type: rest")
+
+
 @dataclass(frozen=True)
 class Catalog:
     """One Iceberg catalog shared by pyiceberg and Spark (same name on both sides)."""
 
     uri: str = field(metadata={"fix": "e.g. sqlite:////abs/path/catalog.db or postgresql+psycopg2://host/db"})
-    #: The catalog's name, for pyiceberg and as Spark's catalog (spark.sql.catalog.<name>).
-    name: str = "cutover"
+    #: The catalog's name, for pyiceberg and as Spark's catalog (spark.sql.catalog.<name>): letters, digits, _ and -.
+    name: str = field(default="cutover", metadata={"check": _catalog_name})
     #: sql (SQLite or PostgreSQL, Iceberg's JdbcCatalog) or rest (an Iceberg REST catalog).
     type: Literal["sql", "rest"] = "sql"
     #: The warehouse location (file:// or s3://) where new tables' files go.
@@ -216,8 +295,7 @@ class Spark:
     #: Where `cutover shadow` keeps Spark's per-run checkpoints (the table holds the offsets).
     checkpoint_dir: str | None = None
     #: Kafka records per micro-batch, at most (per table).
-    max_records_per_batch: int = field(default=200_000, metadata={"check": lambda n: None if n >= 1 else
-                                                                   "must be at least 1"})
+    max_records_per_batch: int = field(default=200_000, metadata={"check": _at_least(1, "e.g. 200000, the default")})
     #: How long a shadow commit is retried while the catalog does not answer.
     commit_timeout: Duration = Duration(120)
     #: Start the driver from the class-data archive cutover keeps (made by `cutover local up`, once per
@@ -228,15 +306,15 @@ class Spark:
 @dataclass(frozen=True)
 class Mirror:
     #: The replication factor of the topics the mirror creates on the new cluster.
-    replication_factor: int = field(default=3, metadata={"check": lambda n: None if n >= 1 else "must be at least 1"})
+    replication_factor: int = field(default=3, metadata={"check": _at_least(
+        1, "the new cluster's replication factor, e.g. 3, the default (1 for a one-broker cluster)")})
     #: How often a running mirror translates and commits the selected groups' offsets.
     group_sync_interval: Duration = Duration(10)
     #: Prefix of the transactional ids and internal topics the mirror keeps on the new cluster.
     state_prefix: str = "__cutover"
     #: The codec the mirror's producer compresses with: auto (the one most copied topics name in
     #: compression.type, else lz4), none, gzip, snappy, lz4 or zstd.
-    compression: str = field(default="auto", metadata={"check": lambda c: None if c in (
-        "auto", "none", "gzip", "snappy", "lz4", "zstd") else "must be auto, none, gzip, snappy, lz4 or zstd"})
+    compression: str = field(default="auto", metadata={"check": lambda c: _one_of(c, CODECS)})
 
 
 @dataclass(frozen=True)
@@ -245,26 +323,27 @@ class LagGate:
 
     #: Rows the old table holds beyond what the new table has reached: the new write path is behind,
     #: stalled or empty, and those rows were never compared.
-    old_ahead: int = field(default=0, metadata={"check": lambda n: None if n >= 0 else "must be 0 or more"})
+    old_ahead: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Rows the new table holds beyond the old table's position (null: no limit).
-    new_ahead: int | None = None
+    new_ahead: int | None = field(default=None, metadata={"check": _at_least(
+        0, "0 or more, or leave it out for no limit")})
 
 
 @dataclass(frozen=True)
 class Gates:
     #: Records per partition the forward mirror may be behind when promote starts (the drain copies the rest).
-    max_mirror_lag: int = field(default=1000, metadata={"check": lambda n: None if n >= 0 else
-                                                        "must be 0 or more"})
+    max_mirror_lag: int = field(default=1000, metadata={"check": _at_least(
+        0, "0 or more, e.g. 1000, the default: the drain copies the rest")})
     #: Promote needs a passing verify at most this old.
     verify_max_age: Duration = Duration(3600)
     #: Rows of the old table that the new one lacks, allowed before verify fails.
-    max_missing_rows: int = 0
+    max_missing_rows: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Rows of the new table that the old one lacks, allowed before verify fails.
-    max_extra_rows: int = 0
+    max_extra_rows: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Rows with the same offset but other content, allowed before verify fails.
-    max_mismatched_rows: int = 0
+    max_mismatched_rows: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Offsets held more than once in a table, allowed before verify fails.
-    max_duplicate_rows: int = 0
+    max_duplicate_rows: int = field(default=0, metadata={"check": _at_least(0, NONE_ALLOWED)})
     #: Verify fails, and promote refuses, when one table is further ahead than this (offsets mode).
     max_lag_rows: LagGate = field(default_factory=LagGate)
     #: After the freeze, the old cluster's end offsets must stand still this long, unless the freeze_producers
@@ -325,7 +404,9 @@ class Complete:
 def _hook_events(hooks: dict[str, str]) -> str | None:
     unknown = sorted(set(hooks) - set(HOOK_EVENTS))
     if unknown:
-        return f"unknown hook event(s) {', '.join(unknown)}; events are: {', '.join(HOOK_EVENTS)}"
+        close = [c for u in unknown for c in difflib.get_close_matches(u, HOOK_EVENTS, n=1)]
+        return (f"unknown hook event(s) {', '.join(unknown)}; events are: {', '.join(HOOK_EVENTS)} (fix: "
+                + (f"did you mean {', '.join(close)}?" if close else "name one of those events") + ")")
     return None
 
 
@@ -349,12 +430,14 @@ REGISTRY_FORMATS = ("avro", "protobuf", "json-schema")
 def _registry_url(props: dict[str, str]) -> str | None:
     url = props.get("url", "")
     if not url:
-        return "'url' is required: the registry's Confluent API root, e.g. http://host:8081"
+        return "'url' is required (fix: the registry's Confluent API root, e.g. http://host:8081)"
     if not re.match(r"https?://[^/\s]+", url):
-        return f"'{url}' is not an http:// or https:// URL"
+        return f"'{url}' is not an http:// or https:// URL (fix: the registry's Confluent API root, e.g. http://host:8081)"
     unknown = sorted(set(props) - set(REGISTRY_PROPERTIES))
     if unknown:
-        return f"unknown registry propert(ies) {', '.join(unknown)}; known: {', '.join(REGISTRY_PROPERTIES)}"
+        close = [c for u in unknown for c in difflib.get_close_matches(u, REGISTRY_PROPERTIES, n=1)]
+        return (f"unknown registry propert(ies) {', '.join(unknown)}; known: {', '.join(REGISTRY_PROPERTIES)} (fix: "
+                + (f"did you mean {', '.join(close)}?" if close else "remove them") + ")")
     return None
 
 
@@ -391,10 +474,11 @@ def _principals(mapping: dict[str, str]) -> str | None:
     for old, new in mapping.items():
         for p in (old, new):
             if not _PRINCIPAL.fullmatch(p) or p.endswith(":*"):
-                return (f"'{p}' is not a principal of the form Type:name, e.g. User:orders-app (the wildcard "
-                        "maps to itself)")
+                return (f"'{p}' is not a principal of the form Type:name (the wildcard maps to itself) (fix: e.g. "
+                        "User:orders-app)")
     if len(set(mapping.values())) != len(mapping):
-        return "two old principals map to one new principal: each needs its own, or their rights would merge"
+        return ("two old principals map to one new principal: their rights would merge (fix: give each old "
+                "principal its own new one)")
     return None
 
 
@@ -402,7 +486,7 @@ def _variables(mapping: dict[str, str]) -> str | None:
     for user, var in mapping.items():
         if not _VAR.fullmatch(var):
             return (f"the value given for SCRAM user {user} is not a variable name (not shown: it may be the "
-                    "password): give the name of a variable of the env file, not the password itself")
+                    "password) (fix: give the name of a variable of the env file, not the password itself)")
     return None
 
 
@@ -447,12 +531,12 @@ class Rights:
         return (self.old if side == "old" else self.new).allow_if_no_acl
 
 
-_READER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
 def _reader_name(name: str) -> str | None:
-    return None if _READER_NAME.fullmatch(name) else \
-        f"'{name}' cannot name a reader: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+    if _WORD.fullmatch(name):
+        return None
+    fixed = _as_word(name, "reader")
+    return (f"'{name}' cannot name a reader: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or "
+            f"digit (fix: e.g. {fixed})")
 
 
 @dataclass(frozen=True)
@@ -516,7 +600,8 @@ class Reader:
 
 
 def _port(port: int | None) -> str | None:
-    return None if port is None or 1 <= port <= 65535 else f"{port} is not a TCP port (1 to 65535)"
+    return None if port is None or 1 <= port <= 65535 else \
+        f"{port} is not a TCP port (fix: a port from 1 to 65535, or leave it out to serve none)"
 
 
 MetricsPart = Literal["mirror", "reverse_mirror", "shadow", "exporter"]
@@ -589,7 +674,8 @@ class Observability:
 
 def _distinct(ports: MetricsPorts) -> str | None:
     given = [p for p in (ports.mirror, ports.reverse_mirror, ports.shadow, ports.exporter) if p is not None]
-    return None if len(given) == len(set(given)) else f"a port is given to two parts ({given}): give each its own"
+    return None if len(given) == len(set(given)) else \
+        f"a port is given to two parts ({given}) (fix: give each its own)"
 
 
 @dataclass(frozen=True)
@@ -620,7 +706,8 @@ class PlanSpec:
     name: str = field(default="migration", metadata={"check": _plan_name})
     #: The plan format's version; this cutover reads 1.
     version: int = field(default=1, metadata={"check": lambda v: None if v == 1 else
-                                              f"plan version {v} is not supported by this cutover (supports 1)"})
+                                              f"plan version {v} is not supported by this cutover (supports 1) "
+                                              "(fix: version: 1)"})
     #: A file of NAME=value lines (relative to the plan) that ${NAME} in the plan reads; the environment wins.
     env_file: str | None = None
     topics: Selection = field(default_factory=Selection)
@@ -663,6 +750,14 @@ class Plan:
 
     def cluster(self, side: ClusterSide) -> dict[str, str]:
         return self.spec.clusters.old if side == "old" else self.spec.clusters.new
+
+    def require_catalog(self, needs: str) -> Catalog:
+        """The plan's Iceberg catalog. Plan validation refuses table pairs without one; what reaches the tables
+        otherwise (a drill's table step on a plan without pairs) is refused here, named, not asserted."""
+        if self.spec.catalog is None:
+            raise UsageError(f"{self.file}: catalog: the plan has no catalog section, which {needs} needs",
+                             fix=f"add catalog: {{uri: ...}}, e.g. {CATALOG_URIS}")
+        return self.spec.catalog
 
     def metrics_endpoint(self, part: MetricsPart, port: int | None = None, host: str | None = None,
                          options: tuple[str, str] = ("--metrics-port", "--metrics-host")) -> Endpoint | None:

@@ -32,24 +32,58 @@ class Finding:
         return asdict(self)
 
 
-def offline(plan: Plan, readers: list[tuple[str, str, str]] | None = None) -> list[Finding]:
+def offline(plan: Plan, readers: list[tuple[str, str, str]] | None = None, tables: bool = True) -> list[Finding]:
     """What can be found without connecting: the hooks, a SQLite catalog's file, table topics the selection
-    leaves out, and `readers`, the problems of the declared readers (default: those found in local files)."""
+    leaves out (unless `tables` is False: the old cluster answered, and `online` says more of them), and
+    `readers`, the problems of the declared readers (default: those found in local files)."""
     missing = sqlite_missing(plan)
     if readers is None:
         from cutover.readers.translate import positions
 
         readers = positions(plan, reach=False)[1]
-    return [*hook_findings(plan), *([missing] if missing else []), *unselected_tables(plan),
+    return [*hook_findings(plan), *([missing] if missing else []), *(table_topics(plan) if tables else []),
             *(Finding("readers", problem, fix) for _name, problem, fix in readers)]
 
 
-def unselected_tables(plan: Plan) -> list[Finding]:
-    """Table pairs whose topic the plan's topic selection leaves out: the mirror never copies it."""
-    return [Finding("tables", f"tables[{i}].topic {t.topic} is not in the plan's topic selection (topics.include "
-                    "/ exclude): the mirror never copies it, so the shadow finds nothing of it on the new cluster",
-                    f"select {t.topic} in topics.include, or correct the table pair's topic")
-            for i, t in enumerate(plan.spec.tables) if not plan.spec.topics.matches(t.topic)]
+def table_topics(plan: Plan, old_topics: list[str] | None = None) -> list[Finding]:
+    """Table pairs whose topic the mirror never copies: one the old cluster lacks (when its topics are known),
+    or one the plan's topic selection leaves out. A missing topic is named as missing, not as unselected:
+    selecting it would not help."""
+    found = []
+    for i, t in enumerate(plan.spec.tables):
+        if old_topics is not None and t.topic not in old_topics:
+            import difflib
+
+            close = difflib.get_close_matches(t.topic, old_topics, n=1)
+            found.append(Finding("tables", f"tables[{i}].topic {t.topic} does not exist on the old cluster "
+                                 f"({len(old_topics)} topics there): the shadow would find no record of it",
+                                 "correct the table pair's topic" + (f" (did you mean {close[0]}?)" if close else "")
+                                 + ", or create the topic on the old cluster first"))
+        elif not plan.spec.topics.matches(t.topic):
+            found.append(_unselected(plan.spec.topics, i, t.topic))
+    return found
+
+
+def _unselected(sel: Selection, i: int, topic: str) -> Finding:
+    """A table's topic the selection leaves out: by the exclude pattern that does, else by no include."""
+    never = "the mirror never copies it, so the shadow finds nothing of it on the new cluster"
+    if any(re.fullmatch(p, topic) for p in sel.include):
+        n, pattern = next((n, p) for n, p in enumerate(sel.exclude) if re.fullmatch(p, topic))
+        return Finding("tables", f"tables[{i}].topic {topic} is left out by topics.exclude[{n}] {pattern!r}: {never}",
+                       f"narrow topics.exclude[{n}] so that it leaves {topic} in, or correct the table pair's topic")
+    return Finding("tables", f"tables[{i}].topic {topic} is not in the plan's topic selection (topics.include / "
+                   f"exclude): {never}", f"select {topic} in topics.include, or correct the table pair's topic")
+
+
+def absent_tables(plan: Plan, held: list[dict[str, Any]]) -> list[Finding]:
+    """Old tables the catalog does not hold (`held`: plan check's catalog.tables). The new table is the shadow's
+    to create; the old one is the existing pipeline's, which verify compares with and promote hands over."""
+    absent = {t["table"] for t in held if t["role"] == "old" and not t["exists"]}
+    return [Finding("tables", f"tables[{i}].old {p.old} does not exist in the catalog: verify compares the new table "
+                    "with it and promote hands it over",
+                    "name the existing pipeline's table as the catalog lists it (plan check -o json: catalog.tables), "
+                    "or let its pipeline create it first")
+            for i, p in enumerate(plan.spec.tables) if p.old in absent]
 
 
 def online(plan: Plan, old_topics: list[str] | None, old_groups: list[str] | None) -> list[Finding]:
@@ -57,6 +91,7 @@ def online(plan: Plan, old_topics: list[str] | None, old_groups: list[str] | Non
     found: list[Finding] = []
     if old_topics is not None:
         found += _patterns(plan.spec.topics, old_topics, "topics", "topic", always=True)
+        found += table_topics(plan, old_topics)
     if old_groups is not None:
         found += _patterns(plan.spec.groups, old_groups, "groups", "consumer group", always=False)
     return found
@@ -125,7 +160,10 @@ def hook_findings(plan: Plan) -> list[Finding]:
         program = argv[0]
         if "/" in program:
             path = Path(program) if os.path.isabs(program) else (plan.base_dir / program).resolve()
-            if not path.is_file():
+            if path.is_dir():
+                found.append(Finding("hooks", f"hooks.{event}: {path} is a folder, not a script",
+                                     f"give the script in it, e.g. {path}/{event}.sh"))
+            elif not path.is_file():
                 found.append(Finding("hooks", f"hooks.{event}: {path} does not exist",
                                      "create the script, or fix the path (a relative path is from the plan's "
                                      f"folder, {plan.base_dir})"))

@@ -2,13 +2,15 @@
 
 One walker serves every section of the plan: the dataclasses are the schema. A field
 without a default is required; `field(metadata={"check": fn})` adds a value check that
-returns a problem text or None.
+returns a problem text or None, and `{"each": fn}` one for each item of a list, named by its
+index (`topics.include[1]`), so that every bad item is named at once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import re
 import types
 import typing
@@ -28,6 +30,8 @@ class Duration(float):
         if isinstance(value, bool):
             raise ValueError
         if isinstance(value, int | float):
+            if value < 0:  # a wait or an age: never negative
+                raise ValueError
             return cls(float(value))
         m = cls._FORM.fullmatch(str(value))
         if not m:
@@ -50,6 +54,29 @@ def _describe(tp: Any) -> str:
     return _TYPE_WORDS.get(tp, getattr(tp, "__name__", str(tp)))
 
 
+def _fix_for(tp: Any, value: Any) -> str:
+    """What to write instead of a value of the wrong type: the close choice, the value as the type wants it."""
+    origin = get_origin(tp)
+    if origin is Literal:
+        choices = [str(a) for a in get_args(tp)]
+        close = [c for c in choices if c.lower() == str(value).lower()] or \
+            difflib.get_close_matches(str(value), choices, n=1)
+        return f"did you mean {close[0]!r}?" if close else "write one of them"
+    if origin is list:
+        if isinstance(value, dict):
+            return "a list: one item a line, each starting with '- ', or [a, b]"
+        return f"a list, even of one: [{json.dumps(value)}]"
+    if origin is dict or dataclasses.is_dataclass(tp):
+        return "a mapping: its keys indented under this one, or {key: value, ...}"
+    if isinstance(value, str) and tp in (int, float) and re.fullmatch(r"-?\d+(\.\d+)?", value.strip()):
+        return f"write {value.strip()} without quotes"
+    if tp is bool:
+        return "true or false, without quotes"
+    if tp is Duration:
+        return "a number of seconds, or one with its unit: 500ms, 30s, 5m, 1h, 2d"
+    return f"write {_describe(tp)}"
+
+
 def _found(value: Any) -> str:
     if value is None:
         return "nothing"
@@ -66,8 +93,14 @@ class Builder:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
         self.problems: list[str] = []
+        #: the fix a field's metadata gives, by the path of its value (for a value of the wrong type)
+        self._fixes: dict[PathKey, str] = {}
 
     def problem(self, path: PathKey, text: str, fix: str | None = None) -> None:
+        """One problem at `path`; none for a value a ${VAR} could not fill: the variable is the problem, named
+        once where it was read."""
+        if path in self.doc.unresolved:
+            return
         self.problems.append(f"{self.doc.where(path)}: {text}" + (f" (fix: {fix})" if fix else ""))
 
     def build(self, tp: Any, value: Any, path: PathKey) -> Any:
@@ -121,8 +154,18 @@ class Builder:
         raise TypeError(f"schema type {tp!r} is not supported")
 
     def _wrong(self, tp: Any, value: Any, path: PathKey) -> None:
-        self.problem(path, f"expected {_describe(tp)}, found {_found(value)}")
+        self.problem(path, f"expected {_describe(tp)}, found {_found(value)}",
+                     self._fixes.get(path) or _fix_for(tp, value))
         return None
+
+    def _check(self, f: dataclasses.Field[Any], built: Any, path: PathKey) -> None:
+        """The field's value checks: of the whole value, and of each item."""
+        check, each = f.metadata.get("check"), f.metadata.get("each")
+        found = [(path, check(built))] if check is not None else []
+        found += [((*path, i), each(item)) for i, item in enumerate(built)] if each is not None else []
+        for where, text in found:
+            if text:
+                self.problem(where, text)
 
     def _dataclass(self, cls: Any, value: Any, path: PathKey) -> Any:
         if value is None:
@@ -149,16 +192,14 @@ class Builder:
                 continue
             if name not in value or value[name] is None:
                 if required:
-                    self.problem(child, "required", f.metadata.get("fix"))
+                    self.problem(child, "required", f.metadata.get("fix") or f"add {name}: ...")
                 continue
+            if f.metadata.get("fix"):
+                self._fixes[child] = f.metadata["fix"]
             built = self.build(hints[f.name], value[name], child)
             if built is None:
                 continue
-            check = f.metadata.get("check")
-            if check is not None:
-                text = check(built)
-                if text:
-                    self.problem(child, text)
+            self._check(f, built, child)
             kwargs[f.name] = built
         try:
             return cls(**kwargs)

@@ -45,6 +45,8 @@ class Document:
     file: Path
     data: Any
     lines: dict[PathKey, int] = field(default_factory=dict)
+    #: the key paths whose ${VAR} could not be read (unset, malformed): named once, their value not checked
+    unresolved: set[PathKey] = field(default_factory=set)
 
     def where(self, path: PathKey) -> str:
         """`plan.yaml:12: tables[0].new` — the nearest line known for the path."""
@@ -111,6 +113,9 @@ def _yaml_hint(exc: yaml.MarkedYAMLError, text: str) -> str:
     """The fix for the YAML mistakes people make most."""
     problem = str(exc.problem or "")
     mark = exc.problem_mark
+    opened = exc.context_mark
+    if "quoted scalar" in str(exc.context or "") and opened is not None:  # reported where the file ends
+        return f" (fix: close the quote opened at line {opened.line + 1}, column {opened.column + 1})"
     line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
     if "\\t" in problem or "'\\t'" in problem or line[:mark.column + 1].count("\t") if mark else False:
         return " (fix: YAML indents with spaces only; replace the tab)"
@@ -175,6 +180,13 @@ def interpolate(doc: Document, env: Mapping[str, str]) -> list[str]:
             return [sub(v, (*path, i)) for i, v in enumerate(value)]
         if not isinstance(value, str) or "$" not in value:
             return value
+        before = len(problems)
+        out = _resolve(value, path)
+        if len(problems) > before:
+            doc.unresolved.add(path)
+        return out
+
+    def _resolve(value: str, path: PathKey) -> str:
         unclosed = value.replace("$$", "").find("${")
         if unclosed >= 0 and "}" not in value.replace("$$", "")[unclosed:]:
             problems.append(f"{doc.where(path)}: '{value.replace('$$', '')[unclosed:][:40]}' opens a variable "

@@ -129,6 +129,14 @@ class RegistryClient:
     def describe(self) -> str:
         return f"the {self.name} schema registry ({self.base})"
 
+    def _root_fix(self) -> str:
+        """Where the API's root is likely to be, on the host and port the plan gives."""
+        parts = urlsplit(self.base)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        path = parts.path.rstrip("/")
+        return (f"point registry.{self.name}.url at the API's root{f', not {path}' if path else ''}: {origin} for "
+                f"Confluent, Karapace or Redpanda, {origin}/apis/ccompat/v7 for Apicurio")
+
     # -- the calls ------------------------------------------------------------------------------------
 
     def call(self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None) -> Any:
@@ -156,13 +164,16 @@ class RegistryClient:
                                      "config and mode")
         if answer.status_code == 404 and code in _ANSWERS:
             return None
-        if data is None or (answer.status_code >= 400 and code is None):
+        if data is None or (answer.status_code >= 400 and code is None) or (
+                answer.status_code == 404 and not (isinstance(code, int) and code > 40400)):
+            # a web page, an error without the API's error code, or a 404 that is not the API's "not found"
+            # (a registry's own server answers a path it does not serve with error_code 404)
+            kind = answer.headers.get("Content-Type", "no content type")
             raise RegistryMisplaced(
                 f"{self.describe()} is not a schema registry with the Confluent API: {method} {path} answered "
-                f"{answer.status_code} {answer.reason} ({answer.headers.get('Content-Type', 'no content type')}, "
-                "not the API's JSON)",
-                fix=f"point registry.{self.name}.url at the API's root: http://host:8081 for Confluent, Karapace or "
-                    "Redpanda, http://host:8080/apis/ccompat/v7 for Apicurio")
+                f"{answer.status_code} {answer.reason} ({kind}" + (", not the API's JSON)" if code is None else
+                                                                   f", error {code}: {data.get('message', '')})"),
+                fix=self._root_fix())
         if answer.status_code >= 400:
             raise RegistryError(self, method, path, answer.status_code, int(code or 0), str(data.get("message", "")))
         return data

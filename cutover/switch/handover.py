@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cutover.errors import CutoverError
+from cutover.errors import CutoverError, Refused
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import commit_group, group_info, log_offsets
@@ -29,6 +29,7 @@ from cutover.mirror import state as st
 from cutover.mirror.offsetmap import NotYetMirrored
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
+from cutover.plan.model import OffsetColumns
 
 BRANCH = "cutover_handover"
 
@@ -41,23 +42,27 @@ def _partitions(plan: Plan, side: ClusterSide, topic: str, timeout: float) -> li
 
 def writer_positions(spark: Any, plan: Plan, pair: TablePair, timeout: float) -> tuple[dict[int, int], str]:
     """Where the old writer stands on the old cluster: partition -> next offset, and where that came from."""
+    unsaid = pair.handover_problem()  # promote's tables-handover check refuses it first; a plan edited since not
+    if unsaid:
+        raise Refused(unsaid, fix="say it in the plan's table pair, then run promote again (it resumes)")
     parts = _partitions(plan, "old", pair.topic, timeout)
-    if pair.writer_offsets == "group":
-        assert pair.writer_group
+    if pair.writer_offsets == "group" and pair.writer_group:
         committed = group_info(ClusterRef.of(plan, "old"), pair.writer_group, timeout).offsets
         found = {p: o for (t, p), o in committed.items() if t == pair.topic}
         source = f"consumer group {pair.writer_group}"
-    else:
+    elif pair.old_offset_columns is not None:
         cols = pair.old_offset_columns
-        assert cols is not None
-        found = _from_columns(spark, plan, pair)
+        found = _from_columns(spark, plan, pair, cols)
         source = f"columns {cols.partition}/{cols.offset} of {pair.old}"
+    else:
+        raise Refused(f"table {pair.old}: writer_offsets {pair.writer_offsets} is not read by the hand-over",
+                      fix="use writer_offsets: columns or group (iceberg-connect pairs are handed over by the sink)")
     missing = [p for p in parts if p not in found]
     starts = log_offsets(ClusterRef.of(plan, "old"), [(pair.topic, p) for p in missing], "start", timeout)
     return {p: found.get(p, starts.get((pair.topic, p), 0)) for p in parts}, source
 
 
-def _from_columns(spark: Any, plan: Plan, pair: TablePair) -> dict[int, int]:
+def _from_columns(spark: Any, plan: Plan, pair: TablePair, cols: OffsetColumns) -> dict[int, int]:
     """The old writer's next offset per partition, from the highest offset in its table's rows.
 
     After a round trip the table also holds cutover's rows with new-cluster offsets
@@ -70,8 +75,6 @@ def _from_columns(spark: Any, plan: Plan, pair: TablePair) -> dict[int, int]:
     """
     from pyspark.sql import functions as F
 
-    cols = pair.old_offset_columns
-    assert cols is not None
     df = spark.table(tables.qualified(plan, pair.old))
     if cols.topic:
         df = df.where(F.col(cols.topic) == pair.topic)

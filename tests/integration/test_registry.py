@@ -23,7 +23,7 @@ from cutover.plan import Plan, derive, load_plan
 from cutover.registry import apicurio
 from cutover.registry.client import RegistryClient, Version
 from cutover.registry.client import Schema as CutoverSchema
-from tests.conftest import cutover, wait_for
+from tests.conftest import answering, cutover, wait_for
 from tests.integration.kafka_util import create_topic, produce, read_all
 from tests.integration.listen_util import exposed, serving
 from tests.integration.mirror_util import scoped_plan
@@ -211,26 +211,8 @@ def test_a_registry_that_cannot_be_used_is_named_with_its_url_and_a_fix(
 def denying_port() -> Any:
     """A loopback HTTP server that answers every request 401 with a JSON error, as a registry with
     authentication does to a wrong password."""
-    import http.server
-    import threading
-
-    class Deny(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b'{"error_code":401,"message":"Unauthorized"}'
-            self.send_response(401)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Deny)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with answering(401, "application/json", b'{"error_code":401,"message":"Unauthorized"}') as port:
+        yield port
 
 
 PROTO = """syntax = "proto3";

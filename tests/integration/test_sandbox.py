@@ -121,6 +121,7 @@ def test_init_writes_a_plan_that_plan_check_accepts_for_the_sandbox(sandbox: San
     status = sandbox.status()
     cat = plan.spec.catalog
     assert cat is not None
+    _old_table(plan, f"{ns}.legacy")  # the existing pipeline's (plan check names an absent one)
     init = cutover("init", "--plan", str(tmp_path / "plan.yaml"), "--name", f"{ns}-init",
                    "--old-bootstrap", status["old"]["bootstrap"], "--new-bootstrap", status["new"]["bootstrap"],
                    "--topics", f"{ns}\\.orders", "--groups", f"{ns}\\.billing",
@@ -132,6 +133,18 @@ def test_init_writes_a_plan_that_plan_check_accepts_for_the_sandbox(sandbox: San
     assert check.code == 0, check.out
     report = check.json()
     assert list(report["old"]["topics"]) == [f"{ns}.orders"] and report["old"]["groups"] == [f"{ns}.billing"]
+
+
+def _old_table(plan: Plan, name: str) -> None:
+    """An existing pipeline's table, empty, in the sandbox's catalog."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from cutover.lake import catalog as catalog_mod
+
+    cat = catalog_mod.load(plan.require_catalog("the test's old table"))
+    cat.create_namespace_if_not_exists(name.rsplit(".", 1)[0])
+    cat.create_table(name, Schema(NestedField(1, "seq", LongType(), required=False)))
 
 
 def test_a_sqlite_catalog_has_no_server_to_stop(sandbox: Sandbox) -> None:
@@ -204,11 +217,19 @@ def test_plan_check_reports_topics_groups_and_tables(sandbox: Sandbox, plan: Pla
     ({"catalog": {"uri": "sqlite:///{tmp}/no-such-catalog.db"}},
      ["catalog.uri sqlite:///{tmp}/no-such-catalog.db: the SQLite file {tmp}/no-such-catalog.db does not exist "
       "(plan check does not create it)", "catalog cutover: not opened"]),
+    ({"topics": {"include": ["{ns}\\.orders"]}, "tables": [{"topic": "{ns}.ordrs", "old": "{ns}.legacy",
+                                                               "new": "{ns}.orders"}]},
+     ["tables[0].topic {ns}.ordrs does not exist on the old cluster", "the shadow would find no record of it",
+      "fix: correct the table pair's topic (did you mean {ns}.orders?), or create the topic on the old cluster"]),
+    ({"tables": [{"topic": "{ns}.orders", "old": "{ns}.legacy_gone", "new": "{ns}.orders"}]},
+     ["tables[0].old {ns}.legacy_gone does not exist in the catalog: verify compares the new table with it",
+      "fix: name the existing pipeline's table as the catalog lists it"]),
 ], ids=["pattern-matches-nothing", "all-excluded", "group-matches-nothing", "hook-missing", "hook-not-executable",
-        "hook-not-on-path", "sqlite-file-missing"])
+        "hook-not-on-path", "sqlite-file-missing", "table-topic-missing-and-unselected", "old-table-absent"])
 def test_plan_check_is_not_ready_when_a_later_command_would_refuse(
         sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path, change: dict[str, Any], words: list[str]) -> None:
     create_topic(plan.cluster("old"), f"{ns}.orders", partitions=1)
+    _old_table(plan, f"{ns}.legacy")
     (tmp_path / "plain.sh").write_text("#!/bin/sh\n")
     fill = {"ns": ns, "tmp": str(tmp_path)}
     section = json.loads(json.dumps(change).replace("{ns}", ns).replace("{tmp}", str(tmp_path)))

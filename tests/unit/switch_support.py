@@ -16,7 +16,8 @@ def unit_plan(tmp_path: Path, **extra: Any) -> Plan:
                                          "new": {"bootstrap.servers": "new:9092"}},
             "tables": [{"topic": "orders", "old": "legacy.orders", "new": "cutover.orders",
                         "old_offset_columns": {"partition": "p", "offset": "o"}}],
-            "routing": {"file": "routing.json"}, **extra}
+            # table pairs need a catalog; a REST one is never opened offline (no file is looked for)
+            "catalog": {"type": "rest", "uri": "http://127.0.0.1:1"}, "routing": {"file": "routing.json"}, **extra}
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(data))
     return load_plan(path)

@@ -79,7 +79,8 @@ CASES = {
                                        ["'5x' is not a number of seconds nor a duration such as 90s or 5m"]),
     "init-names-the-flag": ({}, ["init", "--plan", "{tmp}/n.yaml", "--old-bootstrap", "a:1", "--new-bootstrap", "b:2",
                                  "--topics", "*", "--no-check"], ExitCode.USAGE,
-                            ["--topics (plan key topics.include): '*' is not a valid regular expression",
+                            ["--topics (plan key topics.include[0]): '*' is not a valid regular expression",
+                             "not shell globs: write .*",
                              "(nothing was written)"]),
     "local-status-of-a-mistyped-dir": ({}, ["local", "status", "--dir", "{tmp}/no-such-dir"], ExitCode.USAGE,
                                        ["no sandbox in {tmp}/no-such-dir: the folder does not exist",
@@ -88,6 +89,19 @@ CASES = {
                                   OFFLINE, ExitCode.USAGE,
                                   ["'$CATALOG_URI' is a variable reference without braces",
                                    "fix: ${{CATALOG_URI}}; $$ for a literal $"]),
+    # issue 53: a plan's mistakes named with their key path and fix, before any command reaches them
+    "tables-without-a-catalog": ({"p.yaml": (PLAN + "tables: [{topic: o, old: legacy.o, new: cutover.o}]\n").encode()},
+                                 ["status", "--plan", "{tmp}/p.yaml", "--timeout", "1"], ExitCode.USAGE,
+                                 ["{tmp}/p.yaml:4: tables: 1 table pair(s) and no catalog section",
+                                  "(fix: add catalog: {{uri: ...}}"]),
+    "two-bad-regexes": ({"p.yaml": (PLAN + "topics: {include: ['(', 'a[']}\n").encode()}, OFFLINE, ExitCode.USAGE,
+                        ["2 problems in the plan", r"topics.include[0]: '(' is not a valid regular expression",
+                         r"(fix: to match it literally, escape it: \(;",
+                         r"topics.include[1]: 'a[' is not a valid regular expression", r"escape it: a\[;"]),
+    "table-name-with-a-space": ({"p.yaml": (PLAN + "catalog: {uri: 'sqlite:////tmp/c.db'}\ntables: [{topic: o, "
+                                            "old: legacy.o, new: 'cutover.my orders'}]\n").encode()}, OFFLINE,
+                                ExitCode.USAGE, ["tables[0].new: 'cutover.my orders' is not a table name cutover can "
+                                                 "use", "(fix: e.g. cutover.my_orders)"]),
 }
 
 

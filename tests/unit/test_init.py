@@ -101,9 +101,32 @@ def test_s3_storage_is_written_with_its_endpoint_and_keys_as_variables(
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--storage", "s3://b/w"], ["--storage needs a catalog"]),
     (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "http://c", "--storage", "s3://b/w",
       "--s3-key-var", ""], ["--s3-key-var and --s3-secret-var go together"]),
+    # each answer named by its flag, with a fix, never by a line of a file that was not written
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--name", "my plan"],
+     ["--name (plan key name): 'my plan' cannot name a plan", "(fix: e.g. my-plan)"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "sqlite:////tmp/c.db", "--pair",
+      "orders=legacy.orders:cutover.my orders"],
+     ["--pair (plan key tables[0].new): 'cutover.my orders' is not a table name cutover can use",
+      "(fix: e.g. cutover.my_orders)"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "sqlite:////tmp/c.db", "--pair",
+      "my orders=legacy.orders:cutover.orders"],
+     ["--pair (plan key tables[0].topic): 'my orders' is not a Kafka topic name", "(fix: e.g. my_orders, "]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "sqlite:////tmp/c.db", "--catalog-name",
+      "my lake"], ["--catalog-name (plan key catalog.name): 'my lake' cannot name a catalog", "(fix: e.g. my_lake)"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--old-security", "SASL_SSL", "--old-user", "u",
+      "--old-password-var", "my var"],
+     ["--old-password-var 'my var': not an environment variable name",
+      "fix: letters, digits and _, not starting with a digit, e.g. OLD_KAFKA_PASSWORD"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--old-security", "SASL_SSL", "--old-user", "u",
+      "--old-password-var", ""],
+     ["--old-password-var '': not an environment variable name", "e.g. OLD_KAFKA_PASSWORD"]),
+    (["--old-bootstrap", "o:1", "--new-bootstrap", "n:1", "--catalog-uri", "http://c", "--storage", "s3://b/w",
+      "--s3-key-var", "1KEY"], ["--s3-key-var '1KEY': not an environment variable name", "e.g. S3_ACCESS_KEY"]),
 ], ids=["no-bootstrap", "bad-table", "table-without-catalog", "bad-name", "sasl-without-user", "s3-without-storage",
         "user-and-ca-with-plaintext", "ca-with-sasl-plaintext", "file-warehouse-s3-storage", "same-cluster-twice",
-        "storage-not-s3", "storage-without-catalog", "one-key-var"])
+        "storage-not-s3", "storage-without-catalog", "one-key-var", "name-with-a-space", "table-with-a-space",
+        "topic-with-a-space", "catalog-name-with-a-space", "password-var-with-a-space", "password-var-empty",
+        "key-var-starting-with-a-digit"])
 def test_bad_answers_write_nothing(argv: list[str], words: list[str], tmp_path: Path,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["init", "--plan", str(tmp_path / "plan.yaml"), "--no-check", *argv], capsys)

@@ -15,7 +15,8 @@ from cutover.errors import ExitCode, UsageError
 from cutover.plan import load_plan
 
 PLAN = ("clusters:\n  old: {bootstrap.servers: '127.0.0.1:1'}\n  new: {bootstrap.servers: '127.0.0.1:2'}\n"
-        "tables:\n  - {topic: orders, old: db.orders_old, new: db.orders}\n")
+        "tables:\n  - {topic: orders, old: db.orders_old, new: db.orders}\n"
+        "catalog: {uri: 'sqlite:////nonexistent/catalog.db'}\n")
 
 
 def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

@@ -17,6 +17,7 @@ clusters:
   old: {bootstrap.servers: "o:9092"}
   new: {bootstrap.servers: "n:9092"}
 """
+CATALOG = "catalog: {uri: 'sqlite:////tmp/c.db'}\n"
 
 
 def write(tmp_path: Path, text: str, name: str = "plan.yaml") -> Path:
@@ -112,12 +113,13 @@ def test_missing_bootstrap_servers(tmp_path: Path) -> None:
 def test_bad_regex_and_bad_table_name(tmp_path: Path) -> None:
     text = MINIMAL + "topics:\n  include: ['(']\ntables:\n  - {topic: t, old: orders, new: ns.orders}\n"
     found = problems(tmp_path, text)
-    assert any("topics.include: '(' is not a valid regular expression" in p for p in found)
-    assert any("tables[0].old: 'orders' is not a table name of the form namespace.table" in p for p in found)
+    assert any("topics.include[0]: '(' is not a valid regular expression" in p for p in found)
+    assert any("tables[0].old: 'orders' is not a table name cutover can use: namespace.table, each part letters, "
+               "digits and _ (fix: e.g. NAMESPACE.orders)" in p for p in found)
 
 
 def test_a_table_used_twice_is_refused(tmp_path: Path) -> None:
-    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a}\n  - {topic: b, old: x.b, new: y.a}\n"
+    text = MINIMAL + CATALOG + "tables:\n  - {topic: a, old: x.a, new: y.a}\n  - {topic: b, old: x.b, new: y.a}\n"
     (msg,) = problems(tmp_path, text)
     assert "tables[1].new: table y.a is already used at tables[0].new" in msg
 
@@ -177,7 +179,7 @@ def test_unsupported_version(tmp_path: Path) -> None:
 
 
 def test_a_registry_format_needs_a_registry_and_a_registry_needs_urls(tmp_path: Path) -> None:
-    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a, format: avro, key_format: protobuf}\n"
+    text = MINIMAL + CATALOG + "tables:\n  - {topic: a, old: x.a, new: y.a, format: avro, key_format: protobuf}\n"
     (msg,) = problems(tmp_path, text)
     assert "tables[0]: format avro and key_format protobuf need a schema registry" in msg
     text = MINIMAL + "registry:\n  old: {url: 'ftp://x'}\n  new: {uri: 'http://x'}\n"
@@ -279,9 +281,10 @@ def test_readers_are_checked_each_with_its_line(tmp_path: Path) -> None:
     assert "plan.yaml:6: readers[1].source_uid: source_uid does not apply to a connect reader" in text
     assert problems(tmp_path, MINIMAL + "readers:\n  - {name: f, kind: flink, source_uid: u, savepoints: sp, "
                     "reset: never}\n")[0].endswith("readers[0].reset: expected one of 'none', 'earliest', 'latest', "
-                                                   "found str 'never'")
+                                                   "found str 'never' (fix: write one of them)")
     assert problems(tmp_path, MINIMAL + "readers:\n  - {name: t, kind: kafka-streams, state_dir: st, state: keep}\n"
-                    )[0].endswith("plan.yaml:5: readers[0].state: expected one of 'rewrite', 'wipe', found str 'keep'")
+                    )[0].endswith("plan.yaml:5: readers[0].state: expected one of 'rewrite', 'wipe', found str 'keep' "
+                                  "(fix: write one of them)")
     got = problems(tmp_path, MINIMAL + """readers:
   - {name: t, kind: kafka-streams, state_dir: st}
 """)
@@ -323,3 +326,133 @@ def test_metrics_ports_are_ports_each_given_once_and_a_commands_own_port_wins(tm
     assert (port("mirror"), port("mirror", 9999)) == (9400, 9999)
     assert (port("reverse_mirror"), port("exporter")) == (None, 9420)
     assert port("shadow", of=load_plan(write(tmp_path, MINIMAL), environ={})) is None
+
+
+def test_table_pairs_need_a_catalog_named_with_the_key_and_the_fix(tmp_path: Path) -> None:
+    text = MINIMAL + "tables:\n  - {topic: a, old: x.a, new: y.a}\n"
+    assert problems(tmp_path, text) == [
+        f"{tmp_path / 'plan.yaml'}:4: tables: 1 table pair(s) and no catalog section: the shadow, verify, status and "
+        "promote reach the tables through the plan's Iceberg catalog (fix: add catalog: {uri: ...}, e.g. "
+        "sqlite:////absolute/path/catalog.db, postgresql+psycopg2://user@host/db or a REST catalog's http(s):// "
+        "with type: rest; or remove tables to move topics only)"]
+    assert load_plan(write(tmp_path, text + CATALOG), environ={}).spec.tables[0].new == "y.a"
+
+
+def test_every_bad_regex_is_named_with_its_own_key_path_error_and_fix(tmp_path: Path) -> None:
+    text = MINIMAL + ("topics:\n  include: ['(', 'orders', '[a-']\n  exclude: ['*.tmp']\ngroups:\n  include: ['a)']\n"
+                      "registry:\n  old: {url: 'http://o:8081'}\n  new: {url: 'http://n:8081'}\n"
+                      "  subjects: {include: ['?x']}\n")
+    found = problems(tmp_path, text)
+    plan = tmp_path / "plan.yaml"
+    assert found == [
+        f"{plan}:5: topics.include[0]: '(' is not a valid regular expression: missing ), unterminated subpattern at "
+        r"position 0 (fix: to match it literally, escape it: \(; patterns are Python regular expressions that match "
+        "the whole name)",
+        f"{plan}:5: topics.include[2]: '[a-' is not a valid regular expression: unterminated character set at "
+        r"position 0 (fix: to match it literally, escape it: \[a\-; patterns are Python regular expressions that "
+        "match the whole name)",
+        f"{plan}:6: topics.exclude[0]: '*.tmp' is not a valid regular expression: nothing to repeat at position 0 "
+        r"(fix: patterns are regular expressions, not shell globs: write .*\.tmp)",
+        f"{plan}:8: groups.include[0]: 'a)' is not a valid regular expression: unbalanced parenthesis at position 1 "
+        r"(fix: to match it literally, escape it: a\); patterns are Python regular expressions that match the "
+        "whole name)",
+        f"{plan}:12: registry.subjects.include[0]: '?x' is not a valid regular expression: nothing to repeat at "
+        "position 0 (fix: patterns are regular expressions, not shell globs: write .x)"]
+
+
+@pytest.mark.parametrize(("name", "fix"), [("cutover.my orders", "cutover.my_orders"),
+                                           ("cutover.orders-v2", "cutover.orders_v2"),
+                                           ("cutover. orders", "cutover.orders"),
+                                           ("cut`over.orders", "cut_over.orders"),
+                                           ("a..b", "a.b")])
+def test_table_names_are_iceberg_identifiers(tmp_path: Path, name: str, fix: str) -> None:
+    text = MINIMAL + CATALOG + f"tables:\n  - topic: t\n    old: legacy.t\n    new: '{name}'\n"
+    assert problems(tmp_path, text) == [
+        f"{tmp_path / 'plan.yaml'}:8: tables[0].new: '{name}' is not a table name cutover can use: namespace.table, "
+        "each part letters, digits and _ (fix: e.g. " + fix + ")"]
+
+
+def test_the_catalog_name_is_an_identifier_for_spark_and_pyiceberg(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, MINIMAL + "catalog: {uri: 'sqlite:////tmp/c.db', name: 'my lake'}\n")
+    assert msg == (f"{tmp_path / 'plan.yaml'}:4: catalog.name: 'my lake' cannot name a catalog: letters, digits, "
+                   "_ and -, starting with a letter or _ (it becomes Spark's spark.sql.catalog.<name>) (fix: e.g. "
+                   "my_lake)")
+
+
+def test_what_a_plan_leaves_unsaid_is_refused_by_name_where_it_is_needed_not_asserted(tmp_path: Path) -> None:
+    from cutover.errors import Refused, UsageError
+    from cutover.lake import tables
+    from cutover.switch import handover
+    from tests.unit.switch_support import unit_plan
+
+    topics_only = load_plan(write(tmp_path, MINIMAL), environ={})  # no tables, so no catalog: a drill's table check
+    for reach in (lambda: tables.qualified(topics_only, "a.b"), lambda: tables.load_table(topics_only, "a.b")):
+        with pytest.raises(UsageError) as info:
+            reach()
+        assert info.value.message == (f"{tmp_path / 'plan.yaml'}: catalog: the plan has no catalog section, which "
+                                      "table a.b needs")
+        assert info.value.fix is not None and info.value.fix.startswith("add catalog: {uri: ...}, e.g. sqlite:")
+    # promote checks where each old writer stands first; a plan edited since is refused, not asserted
+    pair = {"topic": "o", "old": "legacy.o", "new": "cutover.o", "writer_offsets": "group"}
+    plan = unit_plan(tmp_path, tables=[pair])
+    with pytest.raises(Refused) as refused:
+        handover.writer_positions(None, plan, plan.spec.tables[0], 1.0)
+    assert refused.value.message == "table legacy.o: writer_offsets is group but writer_group is not set"
+
+
+def test_every_problem_of_a_plan_carries_its_fix(tmp_path: Path) -> None:
+    text = MINIMAL + """\
+gates: {max_mirror_lag: '100', max_missing_rows: -1, max_lag_rows: {new_ahead: -2}, quiet_period: -5}
+switch: {reverse_mirror: 'no'}
+topics: {include: orders}
+groups: {include: {a: b}}
+catalog: {uri: 'sqlite:////tmp/c.db', type: hive}
+tables:
+  - {topic: a, old: x.a, new: y.a, format: JSON, schema: [{name: a, type: varchar}]}
+hooks: {freez_producers: ./x.sh}
+observability: {ports: {mirror: 70000}}
+readers:
+  - {name: 'my reader', kind: spark-checkpoint, checkpoint: ck}
+version: 2
+mirror: {compression: lz5}
+"""
+    found = problems(tmp_path, text)
+    without = [p for p in found if "(fix: " not in p]
+    assert without == [], without
+    fixes = {p.split(": ", 2)[1]: p.split("(fix: ")[-1][:-1] for p in found}
+    assert fixes == {
+        "gates.max_mirror_lag": "write 100 without quotes",
+        "gates.max_missing_rows": "0 or more; 0, the default, allows none",
+        "gates.max_lag_rows.new_ahead": "0 or more, or leave it out for no limit",
+        "gates.quiet_period": "a number of seconds, or one with its unit: 500ms, 30s, 5m, 1h, 2d",
+        "switch.reverse_mirror": "true or false, without quotes",
+        "topics.include": 'a list, even of one: ["orders"]',
+        "groups.include": "a list: one item a line, each starting with '- ', or [a, b]",
+        "catalog.type": "write one of them",
+        "tables[0].format": "did you mean 'json'?",
+        "tables[0].schema[0].type": "use string, long, int, double, float, boolean, timestamp, date, binary or "
+                                    "decimal(p,s)",
+        "hooks": "did you mean freeze_producers?",
+        "observability.ports.mirror": "a port from 1 to 65535, or leave it out to serve none",
+        "readers[0].name": "e.g. my-reader",
+        "version": "version: 1",
+        "mirror.compression": "did you mean lz4?"}
+
+
+def test_an_unset_variable_is_the_only_problem_named_at_its_key(tmp_path: Path) -> None:
+    assert problems(tmp_path, "name: ${NOPE_X}\n" + MINIMAL) == [
+        f"{tmp_path / 'plan.yaml'}:1: name: environment variable NOPE_X is not set (fix: export it, or define it in "
+        "the plan's env_file)"]
+
+
+def test_an_unclosed_quote_is_named_where_it_opens(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, MINIMAL + "name: 'orders\n")
+    assert msg == (f"{tmp_path / 'plan.yaml'}:5:1: YAML syntax error: found unexpected end of stream (fix: close the "
+                   "quote opened at line 4, column 7)")
+
+
+def test_an_env_file_that_is_a_folder_is_named_as_one(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    assert problems(tmp_path, "env_file: secrets\n" + MINIMAL) == [
+        f"{tmp_path / 'plan.yaml'}:1: env_file: {tmp_path / 'secrets'} is a folder, not a file of NAME=value lines "
+        "(fix: name the file in it, or remove env_file)"]

@@ -29,10 +29,12 @@ def test_a_selection_that_matches_nothing_is_a_finding_and_the_default_for_group
     # everything excluded: the mirror would refuse an empty selection
     plan = unit_plan(tmp_path, topics={"exclude": [".*"]})
     assert [f.problem for f in readiness.online(plan, OLD_TOPICS, OLD_GROUPS)] == [
-        "the plan selects no topic on the old cluster (3 there, 1 exclude pattern(s))"]
+        "the plan selects no topic on the old cluster (3 there, 1 exclude pattern(s))",
+        "tables[0].topic orders is left out by topics.exclude[0] '.*': the mirror never copies it, so the shadow "
+        "finds nothing of it on the new cluster"]
     # the default selection: no topic at all is a finding (nothing to mirror), no group is not
     plan = unit_plan(tmp_path)
-    assert [f.check for f in readiness.online(plan, [], [])] == ["topics"]
+    assert [f.check for f in readiness.online(plan, [], [])] == ["topics", "tables"]  # nothing, not even its table's
     assert readiness.online(plan, OLD_TOPICS, []) == []
     assert readiness.online(plan, None, None) == []  # the cluster did not answer: reported there
 
@@ -88,3 +90,48 @@ def test_rights_the_principal_lacks_are_findings_and_write_on_old_only_with_the_
         "User:m on the new cluster may not WRITE orders: the mirror needs it (it writes the copies, in transactions)"]
     everything = {f"t{i}": frozenset() for i in range(7)}
     assert "t0, t1, t2, t3, t4 and 2 more" in readiness.rights(plan, "new", "User:m", everything)[0].problem
+
+
+def test_a_table_topic_the_old_cluster_lacks_is_named_as_missing_not_as_unselected(tmp_path: Path) -> None:
+    pairs = [{"topic": t, "old": f"legacy.t{i}", "new": f"cutover.t{i}"}
+             for i, t in enumerate(["orders", "payment", "refunds", "orders.eu"])]
+    plan = unit_plan(tmp_path, topics={"include": ["orders", "payments?"]}, tables=pairs)
+    # offline: the selection is all that is known
+    assert [f.problem.split(":")[0] for f in readiness.offline(plan)] == [
+        "tables[2].topic refunds is not in the plan's topic selection (topics.include / exclude)",
+        "tables[3].topic orders.eu is not in the plan's topic selection (topics.include / exclude)"]
+    # online: a topic the old cluster lacks is named so, selected or not; a topic it holds but the plan leaves out
+    # is still "select it"
+    found = _problems(readiness.online(plan, OLD_TOPICS, OLD_GROUPS))
+    assert found == [
+        "tables: tables[1].topic payment does not exist on the old cluster (3 topics there): the shadow would find "
+        "no record of it | correct the table pair's topic (did you mean payments?), or create the topic on the old "
+        "cluster first",
+        "tables: tables[2].topic refunds does not exist on the old cluster (3 topics there): the shadow would find "
+        "no record of it | correct the table pair's topic, or create the topic on the old cluster first",
+        "tables: tables[3].topic orders.eu is not in the plan's topic selection (topics.include / exclude): the "
+        "mirror never copies it, so the shadow finds nothing of it on the new cluster | select orders.eu in "
+        "topics.include, or correct the table pair's topic"]
+    assert readiness.online(plan, None, None) == []  # the cluster did not answer: the offline findings stand
+
+
+def test_a_hook_that_is_a_folder_and_a_table_topic_an_exclude_leaves_out_are_named_so(tmp_path: Path) -> None:
+    (tmp_path / "hooks").mkdir()
+    plan = unit_plan(tmp_path, hooks={"freeze_producers": "./hooks"}, topics={"exclude": ["ord.*", "x"]})
+    assert _problems(readiness.offline(plan)) == [
+        f"hooks: hooks.freeze_producers: {tmp_path / 'hooks'} is a folder, not a script | give the script in it, "
+        f"e.g. {tmp_path / 'hooks'}/freeze_producers.sh",
+        "tables: tables[0].topic orders is left out by topics.exclude[0] 'ord.*': the mirror never copies it, so the "
+        "shadow finds nothing of it on the new cluster | narrow topics.exclude[0] so that it leaves orders in, or "
+        "correct the table pair's topic"]
+
+
+def test_an_old_table_the_catalog_lacks_is_a_finding_and_a_new_one_is_not(tmp_path: Path) -> None:
+    plan = unit_plan(tmp_path)
+    held = [{"topic": "orders", "role": "old", "table": "legacy.orders", "exists": False},
+            {"topic": "orders", "role": "new", "table": "cutover.orders", "exists": False}]
+    assert _problems(readiness.absent_tables(plan, held)) == [
+        "tables: tables[0].old legacy.orders does not exist in the catalog: verify compares the new table with it "
+        "and promote hands it over | name the existing pipeline's table as the catalog lists it (plan check -o json: "
+        "catalog.tables), or let its pipeline create it first"]
+    assert readiness.absent_tables(plan, [{**held[0], "exists": True}, held[1]]) == []  # the shadow creates the new

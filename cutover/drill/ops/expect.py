@@ -130,8 +130,7 @@ def topic_seqs(plan: Plan, side: ClusterSide, topics: list[str], wait: float = D
 def _table_seqs(d: Drill, side: str) -> Counter[tuple[str, int]]:
     from cutover.lake import catalog as catalog_mod
 
-    assert d.plan.spec.catalog is not None
-    cat = catalog_mod.load(d.plan.spec.catalog)
+    cat = catalog_mod.load(d.plan.require_catalog("a check of the tables"))
     out: Counter[tuple[str, int]] = Counter()
     for pair in d.plan.spec.tables:
         name = pair.old if side == "old" else pair.new
