@@ -14,6 +14,8 @@ from cutover.output import Format, emit, progress, table
 
 if TYPE_CHECKING:
     from cutover.mirror.runner import RunSummary
+    from cutover.mirror.state import Direction
+    from cutover.plan import Plan
 
 _reverse = click.option("--reverse", is_flag=True,
                         help="New to old (for rollback) instead of old to new.")
@@ -128,6 +130,17 @@ def _render_groups(outcomes: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _direction(plan: Plan, reverse: bool, what: str, writes: bool, timeout: float) -> Direction:
+    """The direction of a command; --reverse only after a promote (refused before, writing nothing: see
+    mirror/reverse.py)."""
+    if not reverse:
+        return "forward"
+    from cutover.mirror import reverse as back
+
+    back.require(plan, f"cutover {what}", writes, timeout)
+    return "reverse"
+
+
 @mirror_group.command("status")
 @plan_option
 @_reverse
@@ -138,7 +151,8 @@ def status_cmd(plan_file: str, reverse: bool, fmt: Format, timeout: float) -> in
     from cutover.mirror import status
     from cutover.plan import load_plan
 
-    result = status.status(load_plan(plan_file), "reverse" if reverse else "forward", timeout)
+    plan = load_plan(plan_file)
+    result = status.status(plan, _direction(plan, reverse, "mirror status --reverse", False, timeout), timeout)
     emit(result, fmt, status.render)
     return 0
 
@@ -163,8 +177,9 @@ def translate_cmd(plan_file: str, group: str, reverse: bool, fmt: Format, timeou
     from cutover.mirror import groups
     from cutover.plan import load_plan
 
-    result = [t.as_dict() for t in groups.translate_group(load_plan(plan_file), group,
-                                                           "reverse" if reverse else "forward", timeout)]
+    plan = load_plan(plan_file)
+    direction = _direction(plan, reverse, "offsets translate --reverse", False, timeout)
+    result = [t.as_dict() for t in groups.translate_group(plan, group, direction, timeout)]
     emit({"group": group, "direction": "reverse" if reverse else "forward", "partitions": result}, fmt,
          lambda r: table([[p["topic"], str(p["partition"]), str(p["source_offset"]),
                            str(p["target_offset"]) if p["target_offset"] is not None else f"- ({p['reason']})"]
@@ -183,7 +198,9 @@ def sync_cmd(plan_file: str, reverse: bool, allow_rewind: bool, fmt: Format, tim
     from cutover.mirror import groups
     from cutover.plan import load_plan
 
-    outcomes = groups.sync_now(load_plan(plan_file), "reverse" if reverse else "forward", allow_rewind, timeout)
+    plan = load_plan(plan_file)
+    outcomes = groups.sync_now(plan, _direction(plan, reverse, "offsets sync --reverse", True, timeout), allow_rewind,
+                               timeout)
     emit({"groups": [o.as_dict() for o in outcomes]}, fmt,
          lambda r: "\n".join(_render_groups(r["groups"])) or "no selected group has committed offsets")
     return 0

@@ -22,7 +22,7 @@ from cutover.errors import CutoverError, ExitCode, Refused, UsageError
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets, replaced
-from cutover.mirror import groups, schemas, topics
+from cutover.mirror import groups, reverse, schemas, topics
 from cutover.mirror import state as st
 from cutover.mirror.copier import Copier, Fenced, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
@@ -134,12 +134,16 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     metrics = Metrics(opts.metrics_port)  # a port in use is named before any cluster is asked
     rt, sel = r.rt, plan.spec.topics
     r.source_cluster = cluster_id(rt.source, opts.timeout)
-    if cluster_id(rt.target, opts.timeout) == r.source_cluster:
+    target_cluster = cluster_id(rt.target, opts.timeout)
+    if target_cluster == r.source_cluster:
         raise UsageError(f"{rt.source.describe()} and {rt.target.describe()} are the same cluster (id "
                          f"{r.source_cluster}): the mirror would copy each topic onto itself",
                          fix="give clusters.new the brokers of the cluster you are moving to")
-    if not opts.for_switch:
-        _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))  # before fencing anyone
+    if not opts.for_switch:  # before fencing anyone or writing anything
+        _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))
+        if opts.direction == "reverse" and opts.gate is None:  # an armed one asks once the switch said go
+            fwd = st.route(plan, "forward")
+            _refuse_reverse(plan, st.marks(fwd, target_cluster, opts.timeout))
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
     limit, codec = topics.write_settings(rt, r.topics, plan.spec.mirror.compression, opts.timeout)
     copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, codec, opts.timeout)
@@ -156,8 +160,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
             fwd = st.route(plan, "forward")
             forward = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout)
             if not opts.for_switch:  # complete or cancel may have removed this direction's state, not the other's
-                _refuse_while_switched(plan, {k: m for k, m in forward.marks.items()
-                                              if m.get("action") in ("complete", "cancel")})
+                _refuse_reverse(plan, forward.marks)
             if not forward.partitions and not state.partitions:
                 raise Refused(f"the reverse mirror of plan {plan.name} found no state of its own on "
                               f"{rt.target.describe()} and no forward mirror's map on {fwd.target.describe()} "
@@ -204,6 +207,15 @@ def _refuse_while_switched(plan: Plan, marks: dict[str, Any]) -> None:
                              fix="nothing to do: this is how a forward mirror ends at promote (exit code 8, which the "
                                  "shipped systemd units and Kubernetes manifest treat as done); it runs again after "
                                  "cutover rollback --execute has finished")
+
+
+def _refuse_reverse(plan: Plan, marks: dict[str, Any]) -> None:
+    """A reverse mirror runs only after a promote closed the forward mirror (`marks`: the forward state's), and
+    ends with exit 8 once complete or cancel ended the migration (see mirror/reverse.py)."""
+    _refuse_while_switched(plan, {k: m for k, m in marks.items() if m.get("action") in ("complete", "cancel")})
+    refused = reverse.refusal(plan, marks.get(plan.name), "cutover mirror --reverse", writes=True)
+    if refused is not None:
+        raise refused
 
 
 def _opposite(r: Run) -> dict[TP, PartitionMap]:
