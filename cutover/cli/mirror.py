@@ -47,6 +47,8 @@ _reverse = click.option("--reverse", is_flag=True,
 @click.option("--go-file", type=click.Path(dir_okay=False), metavar="FILE", hidden=True)
 @click.option("--armed-by", type=int, metavar="PID", hidden=True,
               help="(promote) While armed, exit without copying if this parent process goes.")
+@click.option("--started-by", type=click.Choice(["hand", "promote"]), default="hand", hidden=True,
+              help="(promote) Who started this process, for its owner record in the mirror's state.")
 @output_option
 @timeout_option(whole=False)
 @click.pass_context
@@ -54,8 +56,8 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                  workers: int,
                  reverse: bool,
                  allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, ready_file: str | None,
-                 idle_when_closed: bool, armed_file: str | None, go_file: str | None, armed_by: int | None, fmt: Format,
-                 timeout: float) -> int:
+                 idle_when_closed: bool, armed_file: str | None, go_file: str | None, armed_by: int | None,
+                 started_by: str, fmt: Format, timeout: float) -> int:
     """Copy the plan's topics and consumer-group offsets, exactly once, from the old cluster to the new.
 
     Runs until SIGINT/SIGTERM (finishing the transaction in flight, if one is open) or,
@@ -85,7 +87,7 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
                           allow_rewind=allow_rewind, timeout=timeout,
                           metrics_port=plan.metrics_port("reverse_mirror" if reverse else "mirror", metrics_port),
-                          on_ready=(lambda: Path(ready_file).touch()) if ready_file else None)
+                          on_ready=(lambda: Path(ready_file).touch()) if ready_file else None, started_by=started_by)
     with stop_on_signals() as stop:
         if workers > 1:
             from cutover.mirror import workers as supervisor

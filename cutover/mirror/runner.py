@@ -22,7 +22,7 @@ from cutover.errors import CutoverError, ExitCode, Refused, UsageError
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets, replaced
-from cutover.mirror import groups, reverse, schemas, topics
+from cutover.mirror import groups, owner, reverse, schemas, topics
 from cutover.mirror import state as st
 from cutover.mirror.copier import Copier, Fenced, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
@@ -63,6 +63,9 @@ class Options:
     for_switch: bool = False
     #: Takes each report instead of the progress line and the metrics (a worker of `--workers`).
     reporter: Callable[[Progress], None] | None = None
+    #: Who started this process, for its owner record (mirror/owner.py): "hand", "promote" (the reverse mirror
+    #: promote starts), or the switch action whose drain this is (with `for_switch`).
+    started_by: str = "hand"
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,9 @@ class Run:
     _admins: dict[str, AdminClient] = field(default_factory=dict)
     #: The progress topic's view, read incrementally at each group sync (made once the source is known).
     _progress: st.ProgressReader | None = None
+    #: The owner record of the shard when this process started (None: none), and this process's own.
+    prior_owner: dict[str, Any] | None = None
+    owner: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rt = st.route(self.plan, self.opts.direction)
@@ -140,15 +146,18 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
                          f"{r.source_cluster}): the mirror would copy each topic onto itself",
                          fix="give clusters.new the brokers of the cluster you are moving to")
     if not opts.for_switch:  # before fencing anyone or writing anything
-        _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))
+        seen = r.progress.overview()
+        _refuse_while_switched(plan, seen.marks)
         if opts.direction == "reverse" and opts.gate is None:  # an armed one asks once the switch said go
             fwd = st.route(plan, "forward")
             _refuse_reverse(plan, st.marks(fwd, target_cluster, opts.timeout))
+        r.prior_owner = seen.owners.get((plan.name, str(opts.shard)))
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
     limit, codec = topics.write_settings(rt, r.topics, plan.spec.mirror.compression, opts.timeout)
     copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, codec, opts.timeout)
     try:
         copier.init()
+        _take(r)
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)
         if not opts.for_switch:
             _refuse_while_switched(plan, state.marks)  # closed while this process was starting
@@ -175,18 +184,55 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         copier.limits = topics.target_limits(rt, list(r.topics), opts.timeout)
         copier.refresh_limit = lambda t: topics.target_limits(rt, [t], opts.timeout).get(t, 1 << 31)
         copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)), state.logs.get(str(opts.shard)))
+        copier.note(st.owner_record(r.source_cluster, plan.name, str(opts.shard), r.owner))  # its first transaction
         if opts.on_ready:
             opts.on_ready()
         try:
             return _loop(r, copier, metrics)
         except KafkaException as exc:  # a client error no step named (a fenced producer's, in a race): named
             raise copier.classified(exc, "mirroring") from None
-    except Fenced:
-        if not opts.for_switch:  # the switch's drain (or complete, or cancel) took this shard over?
-            _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))
-        raise
+    except Fenced as exc:
+        if opts.for_switch:
+            raise
+        _refuse_while_switched(plan, r.progress.overview().marks)  # the switch's drain (complete, cancel) took it?
+        raise _successor(r, exc) from None
     finally:
         copier.close()
+
+
+#: How long a fenced process waits for its successor's owner record (written with the successor's first
+#: transaction, once it has loaded its state: seconds, usually) to name it.
+SUCCESSOR_WAIT = 30.0
+
+
+def _take(r: Run) -> None:
+    """Once this process's producer fenced the shard's older ones: say whom it took the shard from (a process
+    that still ran, as far as can be known), and make this process's owner record."""
+    prior = r.prior_owner if owner.running(r.prior_owner) else None
+    if prior is not None:
+        known = "" if owner.alive(prior) else " (if it still runs)"
+        progress(f"taking over the {r.rt.direction} mirror's shard {r.opts.shard} from {owner.describe(prior)}"
+                 f"{known}: fenced now, it stops at its next transaction and writes nothing more")
+    r.owner = owner.mine(r.opts.started_by, r.opts.for_switch, prior)
+
+
+def _successor(r: Run, fenced: Fenced) -> Fenced:
+    """The error of a process another one fenced, naming that one once it has recorded itself."""
+    key = (r.plan.name, str(r.opts.shard))
+    deadline = time.monotonic() + min(r.opts.timeout, SUCCESSOR_WAIT)
+    while True:
+        now = r.progress.overview().owners.get(key)
+        if now is not None and not owner.same(now, r.owner) and not owner.same(now, r.prior_owner):
+            return Fenced(f"{fenced.message}; the {r.rt.direction} mirror's shard {r.opts.shard} runs now as "
+                          f"{owner.describe(now)}",
+                          fix="nothing to do if that process is the one meant to run it (one process per shard: the "
+                              "newer carries on); otherwise stop it first, then start this one again (cutover "
+                              "status shows who holds each shard)")
+        if time.monotonic() > deadline:
+            return Fenced(f"{fenced.message}; the process that took it over did not record itself within "
+                          f"{min(r.opts.timeout, SUCCESSOR_WAIT):.0f}s (cutover status shows it once it does)",
+                          fix=fenced.fix)
+        time.sleep(0.5)
 
 
 class ClosedBySwitch(CutoverError):
@@ -290,7 +336,9 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     _copy(r, copier, metrics, goal, started)
     if not opts.for_switch:  # the switch's drain: its sync-groups step syncs them after the consumers stopped
         _sync_groups(r, copier, metrics)
-    copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any
+        how = "stopped" if r.stop.is_set() else "caught up"
+        copier.note(st.owner_record(r.source_cluster, r.plan.name, str(opts.shard), owner.ended(r.owner, how)))
+    copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any, and the end of this process's ownership
     _report(r, copier, metrics, time.monotonic() - r.last_report, r.reported)
     in_flight(r.stop, None)
     return _summary(r, copier, time.monotonic() - started)
