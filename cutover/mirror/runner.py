@@ -18,7 +18,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from cutover.common import NETWORK_TIMEOUT, TP, in_flight
-from cutover.errors import CutoverError, ExitCode, Refused, UsageError
+from cutover.errors import CutoverError, ExitCode, Refused
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets, replaced
@@ -139,12 +139,8 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     r = Run(plan, opts, stop)
     metrics = Metrics(opts.metrics_port)  # a port in use is named before any cluster is asked
     rt, sel = r.rt, plan.spec.topics
-    r.source_cluster = cluster_id(rt.source, opts.timeout)
-    target_cluster = cluster_id(rt.target, opts.timeout)
-    if target_cluster == r.source_cluster:
-        raise UsageError(f"{rt.source.describe()} and {rt.target.describe()} are the same cluster (id "
-                         f"{r.source_cluster}): the mirror would copy each topic onto itself",
-                         fix="give clusters.new the brokers of the cluster you are moving to")
+    r.source_cluster, target_cluster = st.cluster_ids(rt, opts.timeout)
+    seen = st.Overview()  # the switch's drains read nothing of it: the switch fenced every layout itself
     if not opts.for_switch:  # before fencing anyone or writing anything
         seen = r.progress.overview()
         _refuse_while_switched(plan, seen.marks)

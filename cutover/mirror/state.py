@@ -98,6 +98,21 @@ def route(plan: Plan, direction: Direction = "forward") -> Route:
     return Route(direction, src, tgt, plan.spec.mirror.state_prefix)
 
 
+def cluster_ids(rt: Route, timeout: float = DEFAULT_TIMEOUT) -> tuple[str, str]:
+    """The ids of the route's source and target clusters. Refused (usage) when they are one cluster under two
+    addresses (the plan's own check sees equal addresses only): the mirror would copy each topic onto itself,
+    and what its state says of the other cluster would be this one's."""
+    from cutover.errors import UsageError
+    from cutover.kafka.inspect import cluster_id
+
+    source, target = cluster_id(rt.source, timeout), cluster_id(rt.target, timeout)
+    if source == target:
+        raise UsageError(f"{rt.source.describe()} and {rt.target.describe()} are the same cluster (id {source}): "
+                         "the mirror would copy each topic onto itself",
+                         fix="give clusters.new the brokers of the cluster you are moving to")
+    return source, target
+
+
 @dataclass
 class GroupSync:
     group: str

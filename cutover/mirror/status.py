@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cutover.common import iso_seconds
-from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
 from cutover.mirror import owner, topics
 from cutover.mirror import state as st
@@ -85,7 +84,7 @@ class MirrorStatus:
 
 def status(plan: Plan, direction: st.Direction = "forward", timeout: float = 10.0) -> MirrorStatus:
     rt = st.route(plan, direction)
-    source = cluster_id(rt.source, timeout)
+    source, _target = st.cluster_ids(rt, timeout)
     state = st.load(rt, source, with_map=False, timeout=timeout)
     sel = plan.spec.topics
     selected = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, timeout)
