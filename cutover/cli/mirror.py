@@ -92,6 +92,8 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
         if workers > 1:
             from cutover.mirror import workers as supervisor
 
+            if reverse:  # once, before any worker starts
+                runner.refuse_reverse(plan, timeout)
             summary = supervisor.supervise(Path(plan_file), opts, workers, stop)
         else:
             if armed_file and go_file and armed_by:

@@ -251,6 +251,13 @@ def _refuse_while_switched(plan: Plan, marks: dict[str, Any]) -> None:
                                  "cutover rollback --execute has finished")
 
 
+def refuse_reverse(plan: Plan, timeout: float) -> None:
+    """Before any process of a reverse run starts (`--workers`): refused unless a promote closed the forward
+    mirror, as each process would be (see _refuse_reverse)."""
+    fwd = st.route(plan, "forward")
+    _refuse_reverse(plan, st.marks(fwd, cluster_id(fwd.source, timeout), timeout))
+
+
 def _refuse_reverse(plan: Plan, marks: dict[str, Any]) -> None:
     """A reverse mirror runs only after a promote closed the forward mirror (`marks`: the forward state's), and
     ends with exit 8 once complete or cancel ended the migration (see mirror/reverse.py)."""

@@ -46,11 +46,13 @@ def test_every_reverse_command_before_any_promote_is_refused_and_writes_nothing(
     assert before == ([topic], [])
 
     for args in (["mirror", "--reverse", "--until-caught-up"], ["mirror", "--reverse"],
-                 ["offsets", "sync", "--reverse"], ["mirror", "status", "--reverse"],
-                 ["offsets", "translate", "--reverse", "--group", f"{ns}.app"]):
+                 ["mirror", "--reverse", "--workers", "2"], ["offsets", "sync", "--reverse"],
+                 ["mirror", "status", "--reverse"], ["offsets", "translate", "--reverse", "--group", f"{ns}.app"]):
         run = cutover(*args, "--plan", str(scoped))
         assert run.code == 3, (args, run.code, run.err)
-        assert "there has been no promote of plan" in run.err and "fix: " in run.err, (args, run.err)
+        command = " ".join(args[:next(i for i, a in enumerate(args) if a.startswith("--"))])
+        assert run.err.startswith(f"error: cutover {command} --reverse: there has been no promote of plan {ns} ") \
+            and "\n  fix: drop --reverse" in run.err, (args, run.err)
         assert "Traceback" not in run.err and run.out == "", (args, run.out)
         assert _old_side(load_plan(scoped), ns) == before, args
     # the forward mirror goes on as before
