@@ -154,6 +154,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     try:
         copier.init()
         _take(r)
+        _fence_other_layouts(r, seen)
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)
         if not opts.for_switch:
             _refuse_while_switched(plan, state.marks)  # closed while this process was starting
@@ -214,21 +215,35 @@ def _take(r: Run) -> None:
 
 def _successor(r: Run, fenced: Fenced) -> Fenced:
     """The error of a process another one fenced, naming that one once it has recorded itself."""
-    key = (r.plan.name, str(r.opts.shard))
     deadline = time.monotonic() + min(r.opts.timeout, SUCCESSOR_WAIT)
     while True:
-        now = r.progress.overview().owners.get(key)
-        if now is not None and not owner.same(now, r.owner) and not owner.same(now, r.prior_owner):
-            return Fenced(f"{fenced.message}; the {r.rt.direction} mirror's shard {r.opts.shard} runs now as "
-                          f"{owner.describe(now)}",
-                          fix="nothing to do if that process is the one meant to run it (one process per shard: the "
-                              "newer carries on); otherwise stop it first, then start this one again (cutover "
-                              "status shows who holds each shard)")
+        found = _newer_owner(r, r.progress.overview())
+        if found is not None:
+            shard, record = found
+            return Fenced(f"{fenced.message}; the {r.rt.direction} mirror's shard {shard} runs now as "
+                          f"{owner.describe(record)}",
+                          fix="nothing to do if that process is the one meant to run it (one process per shard, one "
+                              "layout of shards: the newer carries on); otherwise stop it first, then start this one "
+                              "again (cutover status shows who holds each shard)")
         if time.monotonic() > deadline:
             return Fenced(f"{fenced.message}; the process that took it over did not record itself within "
                           f"{min(r.opts.timeout, SUCCESSOR_WAIT):.0f}s (cutover status shows it once it does)",
                           fix=fenced.fix)
         time.sleep(0.5)
+
+
+def _newer_owner(r: Run, seen: st.Overview) -> tuple[str, dict[str, Any]] | None:
+    """(shard, record) of the process that took this one's shard: a newer owner of the same shard, else one of
+    another layout that started after this process (it fences the layouts before its own)."""
+    shard = str(r.opts.shard)
+    same = seen.owners.get((r.plan.name, shard))
+    if same is not None and not owner.same(same, r.owner) and not owner.same(same, r.prior_owner):
+        return shard, same
+    since = float(r.owner.get("started_at") or 0)
+    others = [(float(rec.get("started_at") or 0), s, rec) for (name, s), rec in seen.owners.items()
+              if name == r.plan.name and Shard.parse(s).count != r.opts.shard.count and rec.get("ended") is None
+              and float(rec.get("started_at") or 0) >= since]
+    return max(others, key=lambda o: o[0])[1:] if others else None
 
 
 class ClosedBySwitch(CutoverError):
@@ -520,16 +535,40 @@ def fence_layouts(plan: Plan, direction: st.Direction, timeout: float, spare: fr
                   ) -> list[str]:
     """Fence every shard layout but `spare` (the one this process drains as) that has mirrored this
     direction (its transactional ids), so no other mirror process copies on. Returns the layouts fenced."""
-    from confluent_kafka import Producer
-
     rt = st.route(plan, direction)
     layouts = st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout).shards - spare
     for layout in sorted(layouts):
-        producer = Producer(rt.target.config(**{"transactional.id": transactional_id(rt, plan.name,
-                                                                                       Shard.parse(layout))}))
-        try:
-            producer.init_transactions(timeout)
-        except Exception as exc:
-            raise rt.target.failure(exc, f"fencing mirror shard {layout}", producer) from None
+        _fence(rt, plan.name, layout, timeout)
         progress(f"  fenced mirror shard {layout} ({direction})")
     return sorted(layouts)
+
+
+def _fence(rt: st.Route, plan_name: str, layout: str, timeout: float) -> None:
+    """Fence the producers of one shard layout's transactional id (its open transaction is aborted)."""
+    from confluent_kafka import Producer
+
+    producer = Producer(rt.target.config(**{"transactional.id": transactional_id(rt, plan_name,
+                                                                                   Shard.parse(layout))}))
+    try:
+        producer.init_transactions(timeout)
+    except Exception as exc:
+        raise rt.target.failure(exc, f"fencing mirror shard {layout}", producer) from None
+
+
+def _fence_other_layouts(r: Run, seen: st.Overview) -> None:
+    """Shards of two layouts (i/N and j/M, M != N) own overlapping partitions, each under its own transactional
+    id: side by side they would copy the same records twice, and fencing by id cannot see it. So a process,
+    once it fenced its own shard's older processes, fences the processes of this plan's other layouts that
+    may still run too (their owner records say which), before it reads the state (their last commit is then
+    in what it reads), and says so. A layout whose owner recorded a clean end is left alone (an earlier
+    layout, given up for this one)."""
+    mine = r.opts.shard.count
+    for (name, layout), record in sorted(seen.owners.items()):
+        if name != r.plan.name or Shard.parse(layout).count == mine or not owner.running(record):
+            continue
+        _fence(r.rt, r.plan.name, layout, r.opts.timeout)
+        known = "" if owner.alive(record) else ", if it still runs"
+        progress(f"fenced the {r.rt.direction} mirror's shard {layout} ({owner.describe(record)}): shards of "
+                 f"{Shard.parse(layout).count} and of {mine} would copy the same partitions twice; it stops at its "
+                 f"next transaction{known}. Run every shard of one layout (--shard i/{mine} for each i, or --workers "
+                 f"{mine})")
