@@ -135,14 +135,14 @@ def _render_groups(outcomes: list[dict[str, Any]]) -> list[str]:
 
 
 def _direction(plan: Plan, reverse: bool, what: str, writes: bool, timeout: float) -> Direction:
-    """The direction of a command; --reverse only after a promote (refused before, writing nothing: see
-    mirror/reverse.py)."""
-    if not reverse:
-        return "forward"
-    from cutover.mirror import reverse as back
+    """The direction of a command: --reverse only after a promote; what writes forward only while the switch
+    has not closed the forward mirror (refused otherwise, writing nothing: see mirror/direction.py)."""
+    from cutover.mirror import direction
 
-    back.require(plan, f"cutover {what}", writes, timeout)
-    return "reverse"
+    way: Direction = "reverse" if reverse else "forward"
+    if reverse or writes:
+        direction.require(plan, way, f"cutover {what}{' --reverse' if reverse else ''}", writes, timeout)
+    return way
 
 
 @mirror_group.command("status")
@@ -156,7 +156,7 @@ def status_cmd(plan_file: str, reverse: bool, fmt: Format, timeout: float) -> in
     from cutover.plan import load_plan
 
     plan = load_plan(plan_file)
-    result = status.status(plan, _direction(plan, reverse, "mirror status --reverse", False, timeout), timeout)
+    result = status.status(plan, _direction(plan, reverse, "mirror status", False, timeout), timeout)
     emit(result, fmt, status.render)
     return 0
 
@@ -182,7 +182,7 @@ def translate_cmd(plan_file: str, group: str, reverse: bool, fmt: Format, timeou
     from cutover.plan import load_plan
 
     plan = load_plan(plan_file)
-    direction = _direction(plan, reverse, "offsets translate --reverse", False, timeout)
+    direction = _direction(plan, reverse, "offsets translate", False, timeout)
     result = [t.as_dict() for t in groups.translate_group(plan, group, direction, timeout)]
     emit({"group": group, "direction": "reverse" if reverse else "forward", "partitions": result}, fmt,
          lambda r: table([[p["topic"], str(p["partition"]), str(p["source_offset"]),
@@ -203,7 +203,7 @@ def sync_cmd(plan_file: str, reverse: bool, allow_rewind: bool, fmt: Format, tim
     from cutover.plan import load_plan
 
     plan = load_plan(plan_file)
-    outcomes = groups.sync_now(plan, _direction(plan, reverse, "offsets sync --reverse", True, timeout), allow_rewind,
+    outcomes = groups.sync_now(plan, _direction(plan, reverse, "offsets sync", True, timeout), allow_rewind,
                                timeout)
     emit({"groups": [o.as_dict() for o in outcomes]}, fmt,
          lambda r: "\n".join(_render_groups(r["groups"])) or "no selected group has committed offsets")

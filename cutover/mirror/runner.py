@@ -22,7 +22,7 @@ from cutover.errors import CutoverError, ExitCode, Refused
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets, replaced
-from cutover.mirror import groups, owner, reverse, schemas, topics
+from cutover.mirror import direction, groups, owner, schemas, topics
 from cutover.mirror import state as st
 from cutover.mirror.copier import Copier, Fenced, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
@@ -275,9 +275,9 @@ def refuse_reverse(plan: Plan, timeout: float) -> None:
 
 def _refuse_reverse(plan: Plan, marks: dict[str, Any]) -> None:
     """A reverse mirror runs only after a promote closed the forward mirror (`marks`: the forward state's), and
-    ends with exit 8 once complete or cancel ended the migration (see mirror/reverse.py)."""
+    ends with exit 8 once complete or cancel ended the migration (see mirror/direction.py)."""
     _refuse_while_switched(plan, {k: m for k, m in marks.items() if m.get("action") in ("complete", "cancel")})
-    refused = reverse.refusal(plan, marks.get(plan.name), "cutover mirror --reverse", writes=True)
+    refused = direction.refusal(plan, "reverse", marks.get(plan.name), "cutover mirror --reverse", writes=True)
     if refused is not None:
         raise refused
 

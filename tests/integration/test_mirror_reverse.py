@@ -1,6 +1,7 @@
 """The reverse mirror (new -> old) and the commands of its direction, against the real sandbox: refused before
-any promote, writing nothing on the old cluster; after promote, a reverse mirror started by hand says whom it takes
-the direction over from, the one fenced says by whom, and `cutover status` names the owner."""
+any promote, writing nothing on the old cluster (and old -> new writes nothing after promote); after promote, a
+reverse mirror started by hand says whom it takes the direction over from, the one fenced says by whom, and
+`cutover status` names the owner."""
 
 from __future__ import annotations
 
@@ -57,6 +58,15 @@ def test_every_reverse_command_before_any_promote_is_refused_and_writes_nothing(
         assert _old_side(load_plan(scoped), ns) == before, args
     # the forward mirror goes on as before
     assert cutover("mirror", "--plan", str(scoped), "--until-caught-up").code == 0
+
+    # After promote the forward direction writes nothing: a group sync old -> new is refused, nothing committed.
+    commit_group(ClusterRef.of(plan, "old"), f"{ns}.billing", {(topic, 0): 2, (topic, 1): 3})
+    before = _old_side(load_plan(scoped), ns)
+    switch_marked(scoped)
+    run = cutover("offsets", "sync", "--plan", str(scoped))
+    assert run.code == 3 and run.err.startswith(f"error: cutover offsets sync: promote closed the forward mirror of "
+                                                f"plan {ns} (run test-promote, "), run.err
+    assert f"{ns}.billing" not in list_groups(ClusterRef.of(plan, "new"), 30)
 
     # After a rollback the clients write to the old cluster again: what writes new -> old is refused, what
     # reads the reverse direction's story answers.
