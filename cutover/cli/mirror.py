@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,6 +83,8 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                          f"be combined with {'--shard ' + shard if shard != '0/1' else '--armed-file'}",
                          fix=f"drop --shard and run one command with --workers {workers}, or run one process "
                              "per shard with --shard I/N and no --workers")
+    if ready_file:
+        _can_create("--ready-file", Path(ready_file))
     plan = load_plan(plan_file)
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
@@ -113,6 +116,17 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                 return int(closed.exit_code)
     emit(summary, fmt, _render_summary)
     return 0
+
+
+def _can_create(option: str, file: Path) -> None:
+    """Refuse, before any cluster is asked, a file the command would fail to create once it owns its partitions."""
+    folder = file.absolute().parent
+    if not folder.is_dir():
+        raise UsageError(f"{option} {file}: the folder {folder} does not exist",
+                         fix=f"create it (mkdir -p {folder}) or give a file in an existing folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {file}: this user may not create files in {folder}",
+                         fix="give a file in a folder this user may write to")
 
 
 def _render_summary(s: RunSummary) -> str:

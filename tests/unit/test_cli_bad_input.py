@@ -44,6 +44,10 @@ CASES = {
                                                          "{port}"], ExitCode.USAGE,
                             ["--metrics-port {port}: cannot serve metrics on port {port} of this host: Address "
                              "already in use", "fix: choose a free port"]),
+    "ready-file-in-a-missing-folder": ({"p.yaml": PLAN.encode()}, ["mirror", "--plan", "{tmp}/p.yaml", "--ready-file",
+                                                                    "{tmp}/no/such/ready", "--timeout", "1"],
+                                       ExitCode.USAGE, ["--ready-file {tmp}/no/such/ready: the folder {tmp}/no/such "
+                                                        "does not exist", "fix: create it"]),
     "quiet-with-debug": ({"p.yaml": PLAN.encode()}, ["plan", "check", "--plan", "{tmp}/p.yaml", "-q", "--debug"],
                          ExitCode.USAGE, ["--quiet cannot be used with --debug or --verbose"]),
     # Mistakes tried as a newcomer would (the issue's own and 125 of ours), kept where the answer was poor.
