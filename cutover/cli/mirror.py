@@ -86,6 +86,7 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
     if ready_file:
         _can_create("--ready-file", Path(ready_file))
     plan = load_plan(plan_file)
+    _not_ended(plan, f"mirror{' --reverse' if reverse else ''}", service=True)
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
                           allow_rewind=allow_rewind, timeout=timeout,
@@ -116,6 +117,28 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                 return int(closed.exit_code)
     emit(summary, fmt, _render_summary)
     return 0
+
+
+def _not_ended(plan: Plan, what: str, service: bool) -> None:
+    """Refuse what writes for a plan whose migration complete or cancel ended, as its completion record says. The
+    mirrors' state says so too, but complete and cancel delete it unless kept: without the record a mirror started
+    then would find no state, and give another reason (or none). Exit 8 for the mirror (a service: done, as
+    designed), 3 for a one-off command."""
+    from cutover.errors import Refused
+    from cutover.mirror.runner import ClosedBySwitch
+    from cutover.switch import journal
+
+    folder = journal.directory(plan)
+    record = journal.read_record(folder)
+    if record is None:
+        return
+    message = (f"cutover {what}: the migration ended: cutover {record.get('action')} finished at {record.get('at')} "
+               f"(record {folder / journal.RECORD}): neither of its mirrors runs again")
+    if service:
+        raise ClosedBySwitch(message, fix="nothing to do: remove this mirror's service (exit code 8 tells the shipped "
+                                          "systemd units and Kubernetes manifest it is done)")
+    raise Refused(f"{message}; nothing was written",
+                  fix="nothing to do; to migrate again, write a new plan (another name)")
 
 
 def _can_create(option: str, file: Path) -> None:
@@ -217,6 +240,7 @@ def sync_cmd(plan_file: str, reverse: bool, allow_rewind: bool, fmt: Format, tim
     from cutover.plan import load_plan
 
     plan = load_plan(plan_file)
+    _not_ended(plan, f"offsets sync{' --reverse' if reverse else ''}", service=False)
     outcomes = groups.sync_now(plan, _direction(plan, reverse, "offsets sync", True, timeout), allow_rewind,
                                timeout)
     emit({"groups": [o.as_dict() for o in outcomes]}, fmt,
