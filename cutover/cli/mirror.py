@@ -172,14 +172,10 @@ def _render_groups(outcomes: list[dict[str, Any]]) -> list[str]:
 
 
 def _direction(plan: Plan, reverse: bool, what: str, writes: bool, timeout: float) -> Direction:
-    """The direction of a command: --reverse only after a promote; what writes forward only while the switch
-    has not closed the forward mirror (refused otherwise, writing nothing: see mirror/direction.py)."""
+    """See mirror/direction.py: refused (writing nothing) when that way may not be used now."""
     from cutover.mirror import direction
 
-    way: Direction = "reverse" if reverse else "forward"
-    if reverse or writes:
-        direction.require(plan, way, f"cutover {what}{' --reverse' if reverse else ''}", writes, timeout)
-    return way
+    return direction.chosen(plan, reverse, what, writes, timeout)
 
 
 @mirror_group.command("status")

@@ -172,6 +172,10 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
                          + (f" (got {', '.join('--' + m for m in modes)})" if modes else ""),
                          fix="look first with --dry-run, then write with --execute")
     plan = load_plan(plan_file)
+    if reverse:  # new -> old only after a promote (mirror/direction.py); forward any time: a reader left behind
+        from cutover.mirror import direction
+
+        direction.chosen(plan, True, "readers translate", modes[0] == "execute", timeout)
     result = translate.move(plan, translate.reader(plan, name), "reverse" if reverse else "forward", modes[0],
                             timeout)
     emit(result, fmt, _render)

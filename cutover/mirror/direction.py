@@ -81,3 +81,12 @@ def require(plan: Plan, direction: st.Direction, what: str, writes: bool, timeou
     refused = refusal(plan, direction, switch_mark(plan, timeout), what, writes)
     if refused is not None:
         raise refused
+
+
+def chosen(plan: Plan, reverse: bool, what: str, writes: bool, timeout: float = DEFAULT_TIMEOUT) -> st.Direction:
+    """The direction of a command's --reverse flag, once allowed: --reverse only after a promote; what writes
+    forward only while the switch has not closed the forward mirror (`what`: the command, without the flag)."""
+    way: st.Direction = "reverse" if reverse else "forward"
+    if reverse or writes:
+        require(plan, way, f"cutover {what}{' --reverse' if reverse else ''}", writes, timeout)
+    return way

@@ -56,6 +56,15 @@ def test_every_reverse_command_before_any_promote_is_refused_and_writes_nothing(
             and "\n  fix: drop --reverse" in run.err, (args, run.err)
         assert "Traceback" not in run.err and run.out == "", (args, run.out)
         assert _old_side(load_plan(scoped), ns) == before, args
+    # the other commands of the way back: refused before they read a checkpoint or ask a registry
+    extra = derive(scoped, tmp_path / "extra.yaml", merge=True,
+                   registry={"old": {"url": "http://127.0.0.1:1"}, "new": {"url": "http://127.0.0.1:2"}},
+                   readers=[{"name": "query", "kind": "spark-checkpoint", "checkpoint": str(tmp_path / "ck")}])
+    for args in (["readers", "translate", "--reverse", "--reader", "query", "--execute"],
+                 ["registry", "sync", "--reverse", "--execute"]):
+        run = cutover(*args, "--plan", str(extra.file))
+        assert run.code == 3 and run.err.startswith(f"error: cutover {' '.join(args[:2])} --reverse: there has been "
+                                                    f"no promote of plan {ns} "), (args, run.code, run.err)
     # the forward mirror goes on as before
     assert cutover("mirror", "--plan", str(scoped), "--until-caught-up").code == 0
 
