@@ -172,10 +172,10 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
                          + (f" (got {', '.join('--' + m for m in modes)})" if modes else ""),
                          fix="look first with --dry-run, then write with --execute")
     plan = load_plan(plan_file)
-    if reverse:  # new -> old only after a promote (mirror/direction.py); forward any time: a reader left behind
-        from cutover.mirror import direction
+    if reverse:  # new -> old only after a promote (mirror/direction.py); also after the rollback, which may come
+        from cutover.mirror import direction  # first by hand (docs/how-to/readers.md); forward any time
 
-        direction.chosen(plan, True, "readers translate", modes[0] == "execute", timeout)
+        direction.chosen(plan, True, "readers translate", False, timeout)
     result = translate.move(plan, translate.reader(plan, name), "reverse" if reverse else "forward", modes[0],
                             timeout)
     emit(result, fmt, _render)
