@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,8 @@ from cutover.output import Format, emit, progress, table
 
 if TYPE_CHECKING:
     from cutover.mirror.runner import RunSummary
+    from cutover.mirror.state import Direction
+    from cutover.plan import Plan
 
 _reverse = click.option("--reverse", is_flag=True,
                         help="New to old (for rollback) instead of old to new.")
@@ -44,6 +47,8 @@ _reverse = click.option("--reverse", is_flag=True,
 @click.option("--go-file", type=click.Path(dir_okay=False), metavar="FILE", hidden=True)
 @click.option("--armed-by", type=int, metavar="PID", hidden=True,
               help="(promote) While armed, exit without copying if this parent process goes.")
+@click.option("--started-by", type=click.Choice(["hand", "promote"]), default="hand", hidden=True,
+              help="(promote) Who started this process, for its owner record in the mirror's state.")
 @output_option
 @timeout_option(whole=False)
 @click.pass_context
@@ -52,8 +57,8 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                  reverse: bool,
                  allow_existing_target: bool, allow_rewind: bool, metrics_port: int | None, metrics_host: str | None,
                  ready_file: str | None,
-                 idle_when_closed: bool, armed_file: str | None, go_file: str | None, armed_by: int | None, fmt: Format,
-                 timeout: float) -> int:
+                 idle_when_closed: bool, armed_file: str | None, go_file: str | None, armed_by: int | None,
+                 started_by: str, fmt: Format, timeout: float) -> int:
     """Copy the plan's topics and consumer-group offsets, exactly once, from the old cluster to the new.
 
     Runs until SIGINT/SIGTERM (finishing the transaction in flight, if one is open) or,
@@ -78,17 +83,22 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
                          f"be combined with {'--shard ' + shard if shard != '0/1' else '--armed-file'}",
                          fix=f"drop --shard and run one command with --workers {workers}, or run one process "
                              "per shard with --shard I/N and no --workers")
+    if ready_file:
+        _can_create("--ready-file", Path(ready_file))
     plan = load_plan(plan_file)
+    _not_ended(plan, f"mirror{' --reverse' if reverse else ''}", service=True)
     opts = runner.Options(direction="reverse" if reverse else "forward", shard=Shard.parse(shard),
                           until_caught_up=until_caught_up, allow_existing_target=allow_existing_target,
                           allow_rewind=allow_rewind, timeout=timeout,
                           metrics_at=plan.metrics_endpoint("reverse_mirror" if reverse else "mirror", metrics_port,
                                                            metrics_host),
-                          on_ready=(lambda: Path(ready_file).touch()) if ready_file else None)
+                          on_ready=(lambda: Path(ready_file).touch()) if ready_file else None, started_by=started_by)
     with stop_on_signals() as stop:
         if workers > 1:
             from cutover.mirror import workers as supervisor
 
+            if reverse:  # once, before any worker starts
+                runner.refuse_reverse(plan, timeout)
             summary = supervisor.supervise(Path(plan_file), opts, workers, stop)
         else:
             if armed_file and go_file and armed_by:
@@ -110,6 +120,39 @@ def mirror_group(ctx: click.Context, plan_file: str | None, until_caught_up: boo
     return 0
 
 
+def _not_ended(plan: Plan, what: str, service: bool) -> None:
+    """Refuse what writes for a plan whose migration complete or cancel ended, as its completion record says. The
+    mirrors' state says so too, but complete and cancel delete it unless kept: without the record a mirror started
+    then would find no state, and give another reason (or none). Exit 8 for the mirror (a service: done, as
+    designed), 3 for a one-off command."""
+    from cutover.errors import Refused
+    from cutover.mirror.runner import ClosedBySwitch
+    from cutover.switch import journal
+
+    folder = journal.directory(plan)
+    record = journal.read_record(folder)
+    if record is None:
+        return
+    message = (f"cutover {what}: the migration ended: cutover {record.get('action')} finished at {record.get('at')} "
+               f"(record {folder / journal.RECORD}): neither of its mirrors runs again")
+    if service:
+        raise ClosedBySwitch(message, fix="nothing to do: remove this mirror's service (exit code 8 tells the shipped "
+                                          "systemd units and Kubernetes manifest it is done)")
+    raise Refused(f"{message}; nothing was written",
+                  fix="nothing to do; to migrate again, write a new plan (another name)")
+
+
+def _can_create(option: str, file: Path) -> None:
+    """Refuse, before any cluster is asked, a file the command would fail to create once it owns its partitions."""
+    folder = file.absolute().parent
+    if not folder.is_dir():
+        raise UsageError(f"{option} {file}: the folder {folder} does not exist",
+                         fix=f"create it (mkdir -p {folder}) or give a file in an existing folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {file}: this user may not create files in {folder}",
+                         fix="give a file in a folder this user may write to")
+
+
 def _render_summary(s: RunSummary) -> str:
     lines = [f"mirrored {s.records:,} records ({s.bytes / 1e6:.1f} MB) {s.direction} in {s.seconds}s, "
              f"{s.transactions} transactions, {len(s.partitions)} partitions (shard {s.shard})"]
@@ -129,6 +172,13 @@ def _render_groups(outcomes: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _direction(plan: Plan, reverse: bool, what: str, writes: bool, timeout: float) -> Direction:
+    """See mirror/direction.py: refused (writing nothing) when that way may not be used now."""
+    from cutover.mirror import direction
+
+    return direction.chosen(plan, reverse, what, writes, timeout)
+
+
 @mirror_group.command("status")
 @plan_option
 @_reverse
@@ -139,7 +189,8 @@ def status_cmd(plan_file: str, reverse: bool, fmt: Format, timeout: float) -> in
     from cutover.mirror import status
     from cutover.plan import load_plan
 
-    result = status.status(load_plan(plan_file), "reverse" if reverse else "forward", timeout)
+    plan = load_plan(plan_file)
+    result = status.status(plan, _direction(plan, reverse, "mirror status", False, timeout), timeout)
     emit(result, fmt, status.render)
     return 0
 
@@ -164,8 +215,9 @@ def translate_cmd(plan_file: str, group: str, reverse: bool, fmt: Format, timeou
     from cutover.mirror import groups
     from cutover.plan import load_plan
 
-    result = [t.as_dict() for t in groups.translate_group(load_plan(plan_file), group,
-                                                           "reverse" if reverse else "forward", timeout)]
+    plan = load_plan(plan_file)
+    direction = _direction(plan, reverse, "offsets translate", False, timeout)
+    result = [t.as_dict() for t in groups.translate_group(plan, group, direction, timeout)]
     emit({"group": group, "direction": "reverse" if reverse else "forward", "partitions": result}, fmt,
          lambda r: table([[p["topic"], str(p["partition"]), str(p["source_offset"]),
                            str(p["target_offset"]) if p["target_offset"] is not None else f"- ({p['reason']})"]
@@ -184,7 +236,10 @@ def sync_cmd(plan_file: str, reverse: bool, allow_rewind: bool, fmt: Format, tim
     from cutover.mirror import groups
     from cutover.plan import load_plan
 
-    outcomes = groups.sync_now(load_plan(plan_file), "reverse" if reverse else "forward", allow_rewind, timeout)
+    plan = load_plan(plan_file)
+    _not_ended(plan, f"offsets sync{' --reverse' if reverse else ''}", service=False)
+    outcomes = groups.sync_now(plan, _direction(plan, reverse, "offsets sync", True, timeout), allow_rewind,
+                               timeout)
     emit({"groups": [o.as_dict() for o in outcomes]}, fmt,
          lambda r: "\n".join(_render_groups(r["groups"])) or "no selected group has committed offsets")
     return 0

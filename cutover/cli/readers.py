@@ -180,6 +180,10 @@ def translate_cmd(plan_file: str, name: str, dry_run: bool, execute: bool, start
     from cutover.readers.mapping import CanaryRefused
 
     plan = load_plan(plan_file)
+    if reverse:  # new -> old only after a promote (mirror/direction.py); also after the rollback, which may come
+        from cutover.mirror import direction  # first by hand (docs/how-to/readers.md); forward any time
+
+        direction.chosen(plan, True, "readers translate", False, timeout)
     try:
         result = translate.move(plan, translate.reader(plan, name), "reverse" if reverse else "forward", modes[0],
                                 timeout)

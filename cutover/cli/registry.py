@@ -40,7 +40,12 @@ def sync_cmd(plan_file: str, dry_run: bool, execute: bool, reverse: bool, fmt: F
     if dry_run == execute:
         raise UsageError("registry sync needs exactly one of --dry-run and --execute",
                          fix="see what would be copied with --dry-run first")
-    result = sync.run(load_plan(plan_file), execute, timeout, reverse)
+    plan = load_plan(plan_file)
+    if reverse:  # new -> old only after a promote (mirror/direction.py)
+        from cutover.mirror import direction
+
+        direction.chosen(plan, True, "registry sync", execute, timeout)
+    result = sync.run(plan, execute, timeout, reverse)
     emit(result, fmt, sync.render)
     if result.refusals:
         raise Refused(f"registry sync refused: {len(result.refusals)} conflict(s) on the target; nothing written",

@@ -123,6 +123,8 @@ class Copier:
         #: Reads one target topic's max.message.bytes again (before refusing on a limit that may have changed).
         self.refresh_limit: Callable[[str], int] | None = None
         self._pending_groups: list[st.GroupSync] = []
+        #: Other records of the progress topic (key, value) for the next transaction: the owner record.
+        self._pending_notes: list[tuple[bytes, bytes]] = []
         #: The opposite direction's maps: a source record that mirror wrote is a copy of a target record,
         #: which this mirror maps to it instead of copying it back (see _copies).
         self.others: dict[TP, PartitionMap] = {}
@@ -287,6 +289,11 @@ class Copier:
         """Remember group syncs; they are written with the next transaction."""
         self._pending_groups += syncs
 
+    def note(self, record: tuple[bytes, bytes]) -> None:
+        """Write this progress-topic record with the next transaction: only this shard's producer, unless fenced,
+        can write it (the owner record: mirror/owner.py)."""
+        self._pending_notes.append(record)
+
     def _gaps(self, batch: Batch) -> dict[TP, Gap]:
         gaps = {}
         for tp, gap in batch.lost.items():
@@ -356,7 +363,7 @@ class Copier:
                 return self._failed(messages, reached, gaps, failures)
             written = _written(messages, results, mapped)
         updates = self._updates(written, reached, gaps)
-        if not updates and not self._pending_groups:
+        if not updates and not self._pending_groups and not self._pending_notes:
             self._call(lambda: self.producer.abort_transaction(self.timeout), "ending an empty transaction")
             return 0
         writer = self.writer
@@ -369,6 +376,8 @@ class Copier:
             self._state(*writer.delta(updates))
         for sync in self._pending_groups:
             self._state(self.rt.progress_topic, *st.group_record(self.source_cluster, sync))
+        for key, value in self._pending_notes:
+            self._state(self.rt.progress_topic, key, value)
         self._flush()
         try:
             self._call(lambda: self.producer.commit_transaction(self.timeout), "committing a transaction")
@@ -384,7 +393,7 @@ class Copier:
                 pm.add(segs)
                 self.maps[tp] = pm
         self.dirty.clear()
-        self._pending_groups = []
+        self._pending_groups, self._pending_notes = [], []
         copied = sum(w.records for w in written.values())
         self.totals.records += copied
         self.totals.mapped += len(mapped)
@@ -629,8 +638,8 @@ class Copier:
                                       self.producer)
 
     def _fenced(self, err: KafkaError) -> Fenced:
-        return Fenced(f"shard {self.shard} was taken over by another mirror process (transactional id "
-                      f"{self.txn_id}): this process stopped and wrote nothing more ({err.str()})",
+        return Fenced(f"the {self.rt.direction} mirror's shard {self.shard} was taken over by another mirror process "
+                      f"(transactional id {self.txn_id}): this process stopped and wrote nothing more ({err.str()})",
                       fix="run each shard in exactly one process; the newer process carries on")
 
 

@@ -73,9 +73,11 @@ def translate(tr: Translator, offsets: Mapping[TP, int]) -> list[Translation]:
     return out
 
 
-def translator(rt: st.Route, plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> Translator:
-    """Load the committed maps this direction needs from the clusters."""
-    own = st.load(rt, cluster_id(rt.source, timeout)).partitions
+def translator(rt: st.Route, plan: Plan, timeout: float = DEFAULT_TIMEOUT, source_cluster: str | None = None
+               ) -> Translator:
+    """Load the committed maps this direction needs from the clusters (`source_cluster`: the source's id, when
+    the caller has read it with st.cluster_ids)."""
+    own = st.load(rt, source_cluster or st.cluster_ids(rt, timeout)[0]).partitions
     if rt.direction == "forward":
         return Translator(own)
     fwd = st.route(plan, "forward")
@@ -91,6 +93,7 @@ def translate_group(plan: Plan, group: str, direction: st.Direction = "forward",
         raise UsageError(f"consumer group {group} is not in the plan's selection (groups.include {sel.include}, "
                          f"exclude {sel.exclude}): the mirror never translates it",
                          fix="name a selected group, or add it to groups.include in the plan")
+    source_cluster, _target = st.cluster_ids(rt, timeout)  # one cluster under two addresses: said first
     info = group_info(rt.source, group, timeout)
     if not info.offsets:
         known = list_groups(rt.source, timeout)
@@ -98,7 +101,7 @@ def translate_group(plan: Plan, group: str, direction: st.Direction = "forward",
                          f"there: {', '.join(known[:30]) or '(none)'}",
                          fix="--reverse translates the new cluster's offsets back, for after a promote; before it, "
                              "drop --reverse" if direction == "reverse" else "name a group that has committed")
-    out = translate(translator(rt, plan, timeout), info.offsets)
+    out = translate(translator(rt, plan, timeout, source_cluster), info.offsets)
     return [t if t.target_offset is not None or plan.spec.topics.matches(t.topic) else
             dataclasses.replace(t, reason=f"topic {t.topic} is not in the plan's topic selection: never mirrored")
             for t in out]

@@ -18,11 +18,11 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from cutover.common import NETWORK_TIMEOUT, TP, in_flight
-from cutover.errors import CutoverError, ExitCode, Refused, UsageError
+from cutover.errors import CutoverError, ExitCode, Refused
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets, replaced
-from cutover.mirror import groups, schemas, topics
+from cutover.mirror import direction, groups, owner, schemas, topics
 from cutover.mirror import state as st
 from cutover.mirror.copier import Copier, Fenced, transactional_id, went_back
 from cutover.mirror.metrics import Metrics
@@ -65,6 +65,9 @@ class Options:
     for_switch: bool = False
     #: Takes each report instead of the progress line and the metrics (a worker of `--workers`).
     reporter: Callable[[Progress], None] | None = None
+    #: Who started this process, for its owner record (mirror/owner.py): "hand", "promote" (the reverse mirror
+    #: promote starts), or the switch action whose drain this is (with `for_switch`).
+    started_by: str = "hand"
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,9 @@ class Run:
     _admins: dict[str, AdminClient] = field(default_factory=dict)
     #: The progress topic's view, read incrementally at each group sync (made once the source is known).
     _progress: st.ProgressReader | None = None
+    #: The owner record of the shard when this process started (None: none), and this process's own.
+    prior_owner: dict[str, Any] | None = None
+    owner: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rt = st.route(self.plan, self.opts.direction)
@@ -135,18 +141,22 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     r = Run(plan, opts, stop)
     metrics = Metrics(opts.metrics_at, opts.direction)  # a port in use is named before any cluster is asked
     rt, sel = r.rt, plan.spec.topics
-    r.source_cluster = cluster_id(rt.source, opts.timeout)
-    if cluster_id(rt.target, opts.timeout) == r.source_cluster:
-        raise UsageError(f"{rt.source.describe()} and {rt.target.describe()} are the same cluster (id "
-                         f"{r.source_cluster}): the mirror would copy each topic onto itself",
-                         fix="give clusters.new the brokers of the cluster you are moving to")
-    if not opts.for_switch:
-        _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))  # before fencing anyone
+    r.source_cluster, target_cluster = st.cluster_ids(rt, opts.timeout)
+    seen = st.Overview()  # the switch's drains read nothing of it: the switch fenced every layout itself
+    if not opts.for_switch:  # before fencing anyone or writing anything
+        seen = r.progress.overview()
+        _refuse_while_switched(plan, seen.marks)
+        if opts.direction == "reverse" and opts.gate is None:  # an armed one asks once the switch said go
+            fwd = st.route(plan, "forward")
+            _refuse_reverse(plan, st.marks(fwd, target_cluster, opts.timeout))
+        r.prior_owner = seen.owners.get((plan.name, str(opts.shard)))
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
     limit, codec = topics.write_settings(rt, r.topics, plan.spec.mirror.compression, opts.timeout)
     copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, codec, opts.timeout)
     try:
         copier.init()
+        _take(r)
+        _fence_other_layouts(r, seen)
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)
         if not opts.for_switch:
             _refuse_while_switched(plan, state.marks)  # closed while this process was starting
@@ -158,8 +168,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
             fwd = st.route(plan, "forward")
             forward = st.load(fwd, cluster_id(fwd.source, opts.timeout), timeout=opts.timeout)
             if not opts.for_switch:  # complete or cancel may have removed this direction's state, not the other's
-                _refuse_while_switched(plan, {k: m for k, m in forward.marks.items()
-                                              if m.get("action") in ("complete", "cancel")})
+                _refuse_reverse(plan, forward.marks)
             if not forward.partitions and not state.partitions:
                 raise Refused(f"the reverse mirror of plan {plan.name} found no state of its own on "
                               f"{rt.target.describe()} and no forward mirror's map on {fwd.target.describe()} "
@@ -174,18 +183,69 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         copier.limits = topics.target_limits(rt, list(r.topics), opts.timeout)
         copier.refresh_limit = lambda t: topics.target_limits(rt, [t], opts.timeout).get(t, 1 << 31)
         copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)), state.logs.get(str(opts.shard)))
+        copier.note(st.owner_record(r.source_cluster, plan.name, str(opts.shard), r.owner))  # its first transaction
         if opts.on_ready:
             opts.on_ready()
         try:
             return _loop(r, copier, metrics)
         except KafkaException as exc:  # a client error no step named (a fenced producer's, in a race): named
             raise copier.classified(exc, "mirroring") from None
-    except Fenced:
-        if not opts.for_switch:  # the switch's drain (or complete, or cancel) took this shard over?
-            _refuse_while_switched(plan, st.marks(rt, r.source_cluster, opts.timeout))
-        raise
+    except Fenced as exc:
+        if opts.for_switch:
+            raise
+        _refuse_while_switched(plan, r.progress.overview().marks)  # the switch's drain (complete, cancel) took it?
+        raise _successor(r, exc) from None
     finally:
         copier.close()
+
+
+#: How long a fenced process waits for its successor's owner record (written with the successor's first
+#: transaction, once it has loaded its state: seconds, usually) to name it.
+SUCCESSOR_WAIT = 30.0
+
+
+def _take(r: Run) -> None:
+    """Once this process's producer fenced the shard's older ones: say whom it took the shard from (a process
+    that still ran, as far as can be known), and make this process's owner record."""
+    prior = r.prior_owner if owner.running(r.prior_owner) else None
+    if prior is not None:
+        known = "" if owner.alive(prior) else " (if it still runs)"
+        progress(f"taking over the {r.rt.direction} mirror's shard {r.opts.shard} from {owner.describe(prior)}"
+                 f"{known}: fenced now, it stops at its next transaction and writes nothing more")
+    r.owner = owner.mine(r.opts.started_by, r.opts.for_switch, prior)
+
+
+def _successor(r: Run, fenced: Fenced) -> Fenced:
+    """The error of a process another one fenced, naming that one once it has recorded itself."""
+    deadline = time.monotonic() + min(r.opts.timeout, SUCCESSOR_WAIT)
+    while True:
+        found = _newer_owner(r, r.progress.overview())
+        if found is not None:
+            shard, record = found
+            return Fenced(f"{fenced.message}; the {r.rt.direction} mirror's shard {shard} runs now as "
+                          f"{owner.describe(record)}",
+                          fix="nothing to do if that process is the one meant to run it (one process per shard, one "
+                              "layout of shards: the newer carries on); otherwise stop it first, then start this one "
+                              "again (cutover status shows who holds each shard)")
+        if time.monotonic() > deadline:
+            return Fenced(f"{fenced.message}; the process that took it over did not record itself within "
+                          f"{min(r.opts.timeout, SUCCESSOR_WAIT):.0f}s (cutover status shows it once it does)",
+                          fix=fenced.fix)
+        time.sleep(0.5)
+
+
+def _newer_owner(r: Run, seen: st.Overview) -> tuple[str, dict[str, Any]] | None:
+    """(shard, record) of the process that took this one's shard: a newer owner of the same shard, else one of
+    another layout that started after this process (it fences the layouts before its own)."""
+    shard = str(r.opts.shard)
+    same = seen.owners.get((r.plan.name, shard))
+    if same is not None and not owner.same(same, r.owner) and not owner.same(same, r.prior_owner):
+        return shard, same
+    since = float(r.owner.get("started_at") or 0)
+    others = [(float(rec.get("started_at") or 0), s, rec) for (name, s), rec in seen.owners.items()
+              if name == r.plan.name and Shard.parse(s).count != r.opts.shard.count and rec.get("ended") is None
+              and float(rec.get("started_at") or 0) >= since]
+    return max(others, key=lambda o: o[0])[1:] if others else None
 
 
 class ClosedBySwitch(CutoverError):
@@ -206,6 +266,22 @@ def _refuse_while_switched(plan: Plan, marks: dict[str, Any]) -> None:
                              fix="nothing to do: this is how a forward mirror ends at promote (exit code 8, which the "
                                  "shipped systemd units and Kubernetes manifest treat as done); it runs again after "
                                  "cutover rollback --execute has finished")
+
+
+def refuse_reverse(plan: Plan, timeout: float) -> None:
+    """Before any process of a reverse run starts (`--workers`): refused unless a promote closed the forward
+    mirror, as each process would be (see _refuse_reverse)."""
+    fwd = st.route(plan, "forward")
+    _refuse_reverse(plan, st.marks(fwd, cluster_id(fwd.source, timeout), timeout))
+
+
+def _refuse_reverse(plan: Plan, marks: dict[str, Any]) -> None:
+    """A reverse mirror runs only after a promote closed the forward mirror (`marks`: the forward state's), and
+    ends with exit 8 once complete or cancel ended the migration (see mirror/direction.py)."""
+    _refuse_while_switched(plan, {k: m for k, m in marks.items() if m.get("action") in ("complete", "cancel")})
+    refused = direction.refusal(plan, "reverse", marks.get(plan.name), "cutover mirror --reverse", writes=True)
+    if refused is not None:
+        raise refused
 
 
 def _opposite(r: Run) -> dict[TP, PartitionMap]:
@@ -280,7 +356,9 @@ def _loop(r: Run, copier: Copier, metrics: Metrics) -> RunSummary:
     _copy(r, copier, metrics, goal, started)
     if not opts.for_switch:  # the switch's drain: its sync-groups step syncs them after the consumers stopped
         _sync_groups(r, copier, metrics)
-    copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any
+        how = "stopped" if r.stop.is_set() else "caught up"
+        copier.note(st.owner_record(r.source_cluster, r.plan.name, str(opts.shard), owner.ended(r.owner, how)))
+    copier.commit(copier.read(0, 0, 0))  # writes the group syncs, if any, and the end of this process's ownership
     _report(r, copier, metrics, time.monotonic() - r.last_report, r.reported)
     in_flight(r.stop, None)
     return _summary(r, copier, time.monotonic() - started)
@@ -459,16 +537,40 @@ def fence_layouts(plan: Plan, direction: st.Direction, timeout: float, spare: fr
                   ) -> list[str]:
     """Fence every shard layout but `spare` (the one this process drains as) that has mirrored this
     direction (its transactional ids), so no other mirror process copies on. Returns the layouts fenced."""
-    from confluent_kafka import Producer
-
     rt = st.route(plan, direction)
     layouts = st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout).shards - spare
     for layout in sorted(layouts):
-        producer = Producer(rt.target.config(**{"transactional.id": transactional_id(rt, plan.name,
-                                                                                       Shard.parse(layout))}))
-        try:
-            producer.init_transactions(timeout)
-        except Exception as exc:
-            raise rt.target.failure(exc, f"fencing mirror shard {layout}", producer) from None
+        _fence(rt, plan.name, layout, timeout)
         progress(f"  fenced mirror shard {layout} ({direction})")
     return sorted(layouts)
+
+
+def _fence(rt: st.Route, plan_name: str, layout: str, timeout: float) -> None:
+    """Fence the producers of one shard layout's transactional id (its open transaction is aborted)."""
+    from confluent_kafka import Producer
+
+    producer = Producer(rt.target.config(**{"transactional.id": transactional_id(rt, plan_name,
+                                                                                   Shard.parse(layout))}))
+    try:
+        producer.init_transactions(timeout)
+    except Exception as exc:
+        raise rt.target.failure(exc, f"fencing mirror shard {layout}", producer) from None
+
+
+def _fence_other_layouts(r: Run, seen: st.Overview) -> None:
+    """Shards of two layouts (i/N and j/M, M != N) own overlapping partitions, each under its own transactional
+    id: side by side they would copy the same records twice, and fencing by id cannot see it. So a process,
+    once it fenced its own shard's older processes, fences the processes of this plan's other layouts that
+    may still run too (their owner records say which), before it reads the state (their last commit is then
+    in what it reads), and says so. A layout whose owner recorded a clean end is left alone (an earlier
+    layout, given up for this one)."""
+    mine = r.opts.shard.count
+    for (name, layout), record in sorted(seen.owners.items()):
+        if name != r.plan.name or Shard.parse(layout).count == mine or not owner.running(record):
+            continue
+        _fence(r.rt, r.plan.name, layout, r.opts.timeout)
+        known = "" if owner.alive(record) else ", if it still runs"
+        progress(f"fenced the {r.rt.direction} mirror's shard {layout} ({owner.describe(record)}): shards of "
+                 f"{Shard.parse(layout).count} and of {mine} would copy the same partitions twice; it stops at its "
+                 f"next transaction{known}. Run every shard of one layout (--shard i/{mine} for each i, or --workers "
+                 f"{mine})")

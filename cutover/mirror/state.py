@@ -10,7 +10,8 @@ Two compacted, single-partition internal topics per target cluster:
   checkpoint instead: the shard's whole folded state, compressed, in parts.
 - `<prefix>.mirror.progress`: small: per shard a pointer to its newest checkpoint
   (written in the checkpoint's transaction), per consumer group its last sync, the
-  switch's marker for a plan's forward mirror, and the topics the mirror created.
+  switch's marker for a plan's forward mirror, the topics the mirror created, and per
+  shard the process that last took it (its owner: mirror/owner.py).
 
 A reader takes the progress topic, then the offsets topic only from the oldest
 checkpoint it still needs: reading costs the map's size plus at most as much again in
@@ -97,6 +98,21 @@ def route(plan: Plan, direction: Direction = "forward") -> Route:
     return Route(direction, src, tgt, plan.spec.mirror.state_prefix)
 
 
+def cluster_ids(rt: Route, timeout: float = DEFAULT_TIMEOUT) -> tuple[str, str]:
+    """The ids of the route's source and target clusters. Refused (usage) when they are one cluster under two
+    addresses (the plan's own check sees equal addresses only): the mirror would copy each topic onto itself,
+    and what its state says of the other cluster would be this one's."""
+    from cutover.errors import UsageError
+    from cutover.kafka.inspect import cluster_id
+
+    source, target = cluster_id(rt.source, timeout), cluster_id(rt.target, timeout)
+    if source == target:
+        raise UsageError(f"{rt.source.describe()} and {rt.target.describe()} are the same cluster (id {source}): "
+                         "the mirror would copy each topic onto itself",
+                         fix="give clusters.new the brokers of the cluster you are moving to")
+    return source, target
+
+
 @dataclass
 class GroupSync:
     group: str
@@ -130,6 +146,8 @@ class MirrorState:
     marks: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Target topics this mirror created (so growing them is never refused as someone else's topic).
     created: set[str] = field(default_factory=set)
+    #: (plan name, shard layout) -> the process that last took that shard (see mirror/owner.py).
+    owners: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     #: Bytes read from the state topics, and how long it took (for benches and progress).
     read_bytes: int = 0
     read_seconds: float = 0.0
@@ -155,6 +173,11 @@ def mark_record(source_cluster: str, plan_name: str, forward: Literal["open", "c
 
 def created_record(source_cluster: str, topic: str, partitions: int) -> tuple[bytes, bytes]:
     return _key("topic", source_cluster, topic), _value({"at": time.time(), "partitions": partitions})
+
+
+def owner_record(source_cluster: str, plan_name: str, shard: str, body: dict[str, Any]) -> tuple[bytes, bytes]:
+    """Which process took a plan's shard (mirror/owner.py); written in that process's transactions only."""
+    return _key("owner", source_cluster, plan_name, shard), _value(body)
 
 
 # -- the writer ----------------------------------------------------------------------
@@ -361,6 +384,8 @@ def load(rt: Route, source_cluster: str, with_map: bool = True, timeout: float =
             state.marks[rest[0]] = body
         elif kind == "topic":
             state.created.add(rest[0])
+        elif kind == "owner":
+            state.owners[(rest[0], rest[1])] = body
         elif kind == "progress":  # version 1: one record per partition
             v1[(rest[0], rest[1])] = body
             state.shards.add(body.get("shard", "0/1"))
@@ -493,6 +518,8 @@ class Overview:
     #: Topics any shard has checkpointed progress for, or the mirror created on the target.
     topics: set[str] = field(default_factory=set)
     marks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: (plan name, shard layout) -> the process that last took that shard.
+    owners: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
 
 def overview(rt: Route, source_cluster: str, timeout: float = DEFAULT_TIMEOUT) -> Overview:
@@ -547,6 +574,8 @@ class ProgressReader:
                 out.marks[rest[0]] = _body(key, value, self.rt)
             elif kind == "topic":
                 out.topics.add(rest[0])
+            elif kind == "owner":
+                out.owners[(rest[0], rest[1])] = _body(key, value, self.rt)
             elif kind == "checkpoint":
                 out.topics |= {t for t, _p in _body(key, value, self.rt)["partitions"]}
             elif kind == "progress":  # version 1

@@ -6,10 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cutover.common import iso_seconds
-from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets
+from cutover.mirror import owner, topics
 from cutover.mirror import state as st
-from cutover.mirror import topics
 from cutover.output import table
 from cutover.plan import Plan
 
@@ -64,6 +63,8 @@ class MirrorStatus:
     source_cluster: str
     partitions: tuple[PartitionStatus, ...]
     groups: tuple[GroupStatus, ...]
+    #: Per shard layout, the process that last took it (mirror/owner.py: `owner.as_status`).
+    owners: tuple[dict[str, Any], ...] = ()
 
     @property
     def lag(self) -> int:
@@ -83,12 +84,12 @@ class MirrorStatus:
                 "source_cluster": self.source_cluster, "lag": self.lag,
                 "partitions": [p.as_dict() for p in self.partitions],
                 "gaps": [{"topic": p.topic, "partition": p.partition, **g.as_dict()} for p, g in self.gaps],
-                "groups": [g.as_dict() for g in self.groups]}
+                "groups": [g.as_dict() for g in self.groups], "owners": list(self.owners)}
 
 
 def status(plan: Plan, direction: st.Direction = "forward", timeout: float = 10.0) -> MirrorStatus:
     rt = st.route(plan, direction)
-    source = cluster_id(rt.source, timeout)
+    source, _target = st.cluster_ids(rt, timeout)
     state = st.load(rt, source, with_map=False, timeout=timeout)
     sel = plan.spec.topics
     selected = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, timeout)
@@ -107,8 +108,10 @@ def status(plan: Plan, direction: st.Direction = "forward", timeout: float = 10.
             max(0, ends[tp] - pm.next_src) if pm else ends[tp],
             tuple(GapStatus(g.start, g.end) for g in (pm.gaps if pm else [])),
             iso_seconds(synced.get(f"{tp[0]}/{tp[1]}"))))
+    owners = tuple(owner.as_status(shard, body) for (name, shard), body in sorted(state.owners.items())
+                   if name == plan.name)
     return MirrorStatus(direction, rt.source.name, rt.target.name, source, tuple(parts),
-                        tuple(GroupStatus(g.group, iso_seconds(g.at), len(g.offsets)) for g in groups))
+                        tuple(GroupStatus(g.group, iso_seconds(g.at), len(g.offsets)) for g in groups), owners)
 
 
 def render(s: MirrorStatus) -> str:
@@ -122,4 +125,5 @@ def render(s: MirrorStatus) -> str:
     if s.groups:
         lines.append(table([[g.group, g.last_sync or "-", str(g.partitions)] for g in s.groups],
                            ["group", "last sync", "partitions"]))
+    lines += [f"owner of {line}" for line in owner.render(list(s.owners))]
     return "\n".join(lines)

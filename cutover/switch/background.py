@@ -74,8 +74,8 @@ def arm(plan: Plan) -> dict[str, Any]:
     armed, go = _gate_files(plan)
     for f in (ready, armed, go):
         f.unlink(missing_ok=True)
-    proc = process.spawn(["mirror", "--plan", _plan_path(plan), "--reverse", "--ready-file", str(ready),
-                          "--armed-file", str(armed), "--go-file", str(go), "--armed-by", str(os.getpid())],
+    proc = process.spawn(["mirror", "--plan", _plan_path(plan), "--reverse", "--started-by", "promote", "--ready-file",
+                          str(ready), "--armed-file", str(armed), "--go-file", str(go), "--armed-by", str(os.getpid())],
                          log_file, cwd=plan.base_dir)
     pid_file.write_text(f"{proc.pid}\n")
     process.wait_ready(proc, armed.exists, log_file, READY_TIMEOUT, "the reverse mirror (armed)")
@@ -116,8 +116,8 @@ def start(plan: Plan, wait: bool = True) -> dict[str, Any]:
         return {"pid": pid, "already_running": True}
     for f in (ready, armed, go):
         f.unlink(missing_ok=True)
-    proc = process.spawn(["mirror", "--plan", _plan_path(plan), "--reverse", "--ready-file", str(ready)], log_file,
-                         cwd=plan.base_dir)
+    proc = process.spawn(["mirror", "--plan", _plan_path(plan), "--reverse", "--started-by", "promote", "--ready-file",
+                          str(ready)], log_file, cwd=plan.base_dir)
     pid_file.write_text(f"{proc.pid}\n")
     _going[_plan_path(plan)] = (proc, time.monotonic())
     detail = {"pid": proc.pid, "log": str(log_file)}

@@ -103,8 +103,8 @@ class Live:
         else:  # no forward mirror may start from here on: it would copy back what the reverse mirror carries
             st.set_mark(self.plan, "closed", self.action, self.run, self.timeout)
         fenced = runner.fence_layouts(self.plan, direction, self.timeout)
-        summary = runner.run(self.plan, runner.Options(direction=direction, until_caught_up=True,
-                                                       timeout=self.timeout, for_switch=True), threading.Event())
+        summary = runner.run(self.plan, runner.Options(direction=direction, until_caught_up=True, timeout=self.timeout,
+                                                       for_switch=True, started_by=self.action), threading.Event())
         if summary.gaps:
             raise CutoverError(f"the {direction} mirror reports data deleted on the source before it was copied: "
                                + ", ".join(f"{p.topic}/{p.partition}" for p in summary.gaps),

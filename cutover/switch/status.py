@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from cutover.common import NETWORK_TIMEOUT
 from cutover.errors import CutoverError
+from cutover.mirror import owner
 from cutover.output import table
 from cutover.plan import Plan
 from cutover.switch import background, journal, routing
@@ -30,7 +31,8 @@ def _lag(plan: Plan, direction: Literal["forward", "reverse"], timeout: float) -
 
     s = status.status(plan, direction, timeout)
     return {"lag": s.lag, "partitions": len(s.partitions), "partitions_behind": sum(1 for p in s.partitions if p.lag),
-            "unmirrored": sum(1 for p in s.partitions if p.position is None), "gaps": len(s.gaps)}
+            "unmirrored": sum(1 for p in s.partitions if p.position is None), "gaps": len(s.gaps),
+            "owners": list(s.owners)}
 
 
 #: what each mirror is expected to do in each phase: (expected to run, what its lag means then)
@@ -187,7 +189,8 @@ def render(s: dict[str, Any]) -> str:
                                         + (f", {m['unmirrored']} not mirrored" if m["unmirrored"] else "")
                                         + (f", {m['gaps']} DATA LOSS gaps" if m["gaps"] else "")
                                         + ("" if m["expected_to_run"] else " (not running, as expected)")
-                                        + f"\n  {m['role']}"))
+                                        + f"\n  {m['role']}"
+                                        + "".join(f"\n  {line}" for line in owner.render(m.get("owners", [])))))
     if s["mirror"]["reverse_process"]:
         lines.append(f"reverse mirror process: pid {s['mirror']['reverse_process']}")
     v = s["verify"]

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from confluent_kafka import OFFSET_STORED, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -21,6 +21,16 @@ from tests.integration.kafka_util import Rec, rec
 
 BIG = 1_500_000  # bytes: above the 1 MB client and broker defaults
 PRODUCER = {"message.max.bytes": 3_000_000, "linger.ms": 5}
+
+
+def switch_marked(plan_file: Path, forward: Literal["open", "closed"] = "closed", action: str = "promote") -> None:
+    """Mark the plan's forward mirror in its state on the new cluster as the switch does: closed by promote's
+    drain-mirror step (what lets a reverse mirror run), open again by rollback's reopen-mirror step. For tests of
+    the mirror alone: a whole promote costs a minute."""
+    from cutover.mirror import state as st
+    from cutover.plan import load_plan
+
+    st.set_mark(load_plan(plan_file), forward, action, f"test-{action}")
 
 
 def scoped_plan(plan_file: Path, ns: str, out: Path, **mirror: Any) -> Path:

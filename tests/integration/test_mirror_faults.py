@@ -29,6 +29,7 @@ from tests.integration.mirror_util import (
     scoped_plan,
     start_mirror,
     stop,
+    switch_marked,
 )
 
 
@@ -196,7 +197,7 @@ def test_reverse_mirror_carries_new_records_and_groups_back(sandbox: Sandbox, pl
     scoped = scoped_plan(sandbox.plan_file, ns, tmp_path)
     assert cutover("mirror", "--plan", str(scoped), "--until-caught-up").code == 0
     before = read_all(old, topic, 2)
-    # promoted: clients now write to the new cluster
+    switch_marked(scoped)  # promoted: clients now write to the new cluster
     on_new = Traffic(new, topic, 2, seed=6, txn_id=f"{ns}-producer-new")
     for _ in range(3):
         on_new.round(15)

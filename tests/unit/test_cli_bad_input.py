@@ -42,6 +42,19 @@ CASES = {
                                                          "{port}"], ExitCode.USAGE,
                             ["--metrics-port {port}: cannot serve metrics on 127.0.0.1:{port}: Address "
                              "already in use", "fix: give --metrics-port a free port"]),
+    "ready-file-in-a-missing-folder": ({"p.yaml": PLAN.encode()}, ["mirror", "--plan", "{tmp}/p.yaml", "--ready-file",
+                                                                    "{tmp}/no/such/ready", "--timeout", "1"],
+                                       ExitCode.USAGE, ["--ready-file {tmp}/no/such/ready: the folder {tmp}/no/such "
+                                                        "does not exist", "fix: create it"]),
+    **{f"{' '.join(args)}-after-cancel": (
+        {"p.yaml": ("name: done\n" + PLAN).encode(),
+         ".cutover/done/completion.json": b'{"action": "cancel", "at": "2026-11-23T05:00:00.000Z", "record": "R"}'},
+        [*args, "--plan", "{tmp}/p.yaml", "--timeout", "1"], code,
+        [f"error: cutover {' '.join(args)}: the migration ended: cutover cancel finished at 2026-11-23T05:00:00.000Z "
+         "(record {tmp}/.cutover/done/completion.json): neither of its mirrors runs again", "fix: nothing to do"])
+       for args, code in ((["mirror"], ExitCode.CLOSED_BY_SWITCH),
+                          (["mirror", "--reverse"], ExitCode.CLOSED_BY_SWITCH), (["offsets", "sync"], ExitCode.REFUSED),
+                          (["offsets", "sync", "--reverse"], ExitCode.REFUSED))},
     "quiet-with-debug": ({"p.yaml": PLAN.encode()}, ["plan", "check", "--plan", "{tmp}/p.yaml", "-q", "--debug"],
                          ExitCode.USAGE, ["--quiet cannot be used with --debug or --verbose"]),
     # Mistakes tried as a newcomer would (the issue's own and 125 of ours), kept where the answer was poor.

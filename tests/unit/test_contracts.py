@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from cutover.mirror import owner
 from cutover.mirror.groups import GroupOutcome
 from cutover.mirror.runner import PartitionResult, RunSummary
 from cutover.mirror.status import GapStatus, GroupStatus, MirrorStatus, PartitionStatus
@@ -24,7 +25,7 @@ def _same(obj: object, expected: dict[str, object]) -> None:
 def test_mirror_status() -> None:
     s = MirrorStatus("forward", "old", "new", "C1", (
         PartitionStatus("orders", 0, 120, 100, 20, (GapStatus(10, 25),), "2026-11-23T05:00:00+00:00"),
-        PartitionStatus("orders", 1, 7, None, 7, (), None)), (GroupStatus("billing", None, 2),))
+        PartitionStatus("orders", 1, 7, None, 7, (), None)), (GroupStatus("billing", None, 2),), (OWNER,))
     _same(s, {
         "direction": "forward", "source": "old", "target": "new", "source_cluster": "C1", "lag": 27,
         "partitions": [
@@ -33,7 +34,18 @@ def test_mirror_status() -> None:
             {"topic": "orders", "partition": 1, "source_end": 7, "position": None, "lag": 7, "gaps": [],
              "last_group_sync": None}],
         "gaps": [{"topic": "orders", "partition": 0, "start": 10, "end": 25, "records": 15}],
-        "groups": [{"group": "billing", "last_sync": None, "partitions": 2}]})
+        "groups": [{"group": "billing", "last_sync": None, "partitions": 2}],
+        "owners": [{"shard": "0/1", "host": "h2", "pid": 42, "started_at": "2026-11-23T05:00:10+00:00",
+                    "started_by": "hand", "drain": False, "alive": None, "ended_at": None, "ended": None,
+                    "took_over": {"host": "h1", "pid": 7, "started_at": "2026-11-23T05:00:00+00:00",
+                                  "started_by": "promote", "drain": False}}]})
+
+
+#: One shard's owner as `mirror/owner.py` makes it from the record (another host: whether it runs is unknown).
+OWNER = owner.as_status("0/1", {"host": "h2", "pid": 42, "started_at": 1795410010.0, "started_by": "hand",
+                                "drain": False, "ended_at": None, "ended": None,
+                                "took_over": {"host": "h1", "pid": 7, "started_at": 1795410000.0,
+                                              "started_by": "promote", "drain": False}})
 
 
 def test_mirror_run_summary() -> None:
