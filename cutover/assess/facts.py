@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 
 from cutover.common import TP
 from cutover.errors import CutoverError
-from cutover.kafka.clients import ClusterRef, admin
+from cutover.kafka.clients import ClusterRef, admin, metadata
 from cutover.kafka.offsets import committed_records, log_offsets, retrying
 from cutover.plan import ClusterSide, Plan
 
@@ -37,11 +37,16 @@ class Unknown:
 
 
 def attempt(read: Callable[[], T]) -> T | Unknown:
-    """The reading, or Unknown with the error's message (a named CutoverError: no stack trace)."""
+    """The reading, or Unknown with the error's message (a named CutoverError: no stack trace). A Kafka client's
+    own error that no caller named is unknown too, with Kafka's words: a scorecard reads many parts, and one that
+    fails is a row's unknown, never the end of the whole run."""
     try:
         return read()
     except CutoverError as exc:
         return Unknown(exc.message)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        return Unknown(f"Kafka's client failed: {err.str() if isinstance(err, KafkaError) else exc}")
 
 
 @dataclass
@@ -92,8 +97,8 @@ class TopicFacts:
 def topics(plan: Plan, side: ClusterSide, names: list[str], timeout: float, sample: float) -> dict[str, TopicFacts]:
     """Each topic's settings, offsets, retained span, record size, and its produce rate over `sample` seconds."""
     ref = ClusterRef.of(plan, side)
-    client = admin(ref, warm_for=timeout)
-    meta = client.list_topics(timeout=timeout)
+    client = admin(ref)
+    meta = metadata(ref, client, timeout, "listing the selected topics")  # the leaders, for the offsets
     counts = {t: len(meta.topics[t].partitions) for t in names if t in meta.topics}
     tps = [(t, p) for t, n in counts.items() for p in range(n)]
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in counts]
@@ -202,16 +207,15 @@ def groups(plan: Plan, side: ClusterSide, timeout: float) -> list[GroupFacts]:
     return out
 
 
-def read_throughput(plan: Plan, side: ClusterSide, names: list[str], seconds: float, timeout: float) -> float:
-    """Bytes a second one consumer reads from the topics' starts for up to `seconds` (the read probe)."""
+def read_throughput(plan: Plan, side: ClusterSide, partitions: dict[str, int], seconds: float) -> float:
+    """Bytes a second one consumer reads from the topics' starts for up to `seconds` (the read probe);
+    `partitions`: each topic's partition count."""
     ref = ClusterRef.of(plan, side)
     consumer = Consumer(ref.config(**{"group.id": "cutover-assess-probe", "enable.auto.commit": False,
                                       "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                                       "enable.partition.eof": False}))
     try:
-        meta = consumer.list_topics(timeout=timeout)
-        consumer.assign([TopicPartition(t, p, -2) for t in names if t in meta.topics
-                         for p in meta.topics[t].partitions])
+        consumer.assign([TopicPartition(t, p, -2) for t, n in partitions.items() for p in range(n)])
         total, began, first = 0, time.monotonic(), None
         while time.monotonic() - began < seconds:
             batch = consumer.consume(10_000, 0.5)
@@ -223,5 +227,7 @@ def read_throughput(plan: Plan, side: ClusterSide, names: list[str], seconds: fl
                 break  # read everything there is
         spent = time.monotonic() - (first or began)
         return total / spent if spent > 0 and total else 0.0
+    except KafkaException as exc:
+        raise ref.failure(exc, "reading the topics (the read probe)", consumer) from None
     finally:
         consumer.close()

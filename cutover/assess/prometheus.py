@@ -4,6 +4,7 @@ loaded (its HTTP API, /api/v1/targets and /api/v1/rules). Asked by `cutover asse
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -29,10 +30,13 @@ def _get(url: str, path: str, timeout: float) -> Any:
 
 
 def cutover_targets(url: str, timeout: float) -> dict[str, Any]:
+    """Both asked within `timeout` together: a Prometheus that never answers costs one timeout, not two."""
+    deadline = time.monotonic() + timeout
     targets = [{"job": t["labels"].get("job"), "url": t.get("scrapeUrl"), "health": t.get("health"),
                 "error": t.get("lastError") or None}
                for t in _get(url, "/api/v1/targets?state=active", timeout)["activeTargets"]
                if str(t["labels"].get("job", "")).startswith(PREFIX)]
-    rules = [r["name"] for g in _get(url, "/api/v1/rules", timeout)["groups"] if str(g["name"]).startswith(PREFIX)
+    left = max(0.5, deadline - time.monotonic())
+    rules = [r["name"] for g in _get(url, "/api/v1/rules", left)["groups"] if str(g["name"]).startswith(PREFIX)
              for r in g["rules"]]
     return {"url": url, "targets": targets, "rules": len(rules), "rule_names": rules}

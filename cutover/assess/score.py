@@ -484,6 +484,9 @@ def _elasticity(e: Evidence) -> Row:
     row = _row("platform-elasticity", "readiness")
     sizes = {n: s.brokers for n, s in e.sides.items() if isinstance(s, Side)}
     row.evidence["brokers"] = {n: None if isinstance(b, Unknown) else b for n, b in sizes.items()}
+    for n, b in sizes.items():
+        if isinstance(b, Unknown):
+            _unknown(row, f"the {n} cluster's brokers", b)
     old, new = sizes.get("old"), sizes.get("new")
     if isinstance(old, int) and isinstance(new, int) and new < old:
         row.findings.append(Finding("risk", f"the new cluster has fewer brokers ({new}) than the old ({old})"))

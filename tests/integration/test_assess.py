@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Producer
 
 from cutover.local.sandbox import Sandbox
@@ -107,3 +108,57 @@ def test_nothing_selected_is_a_blocker_and_a_cluster_out_of_reach_is_unknown(
                for f in security["findings"]), security
     elasticity = rows[("readiness", "platform-elasticity")]
     assert elasticity["evidence"]["brokers"] == {"old": 1, "new": None}
+
+
+#: What each row reads, per cluster: a row that depends on an unreachable cluster must be unknown for it.
+_OLD_ROWS = [("question", "kafka-semantics"), ("question", "cost"), ("readiness", "replay-window"),
+             ("readiness", "offset-ownership")]
+
+
+@pytest.mark.parametrize("how", ["refused", "hung"])
+@pytest.mark.parametrize("side", ["old", "new"])
+def test_a_cluster_out_of_reach_gives_unknown_rows_naming_it_and_the_rest_is_scored(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path, side: str, how: str, closed_port: int,
+        hung_host: tuple[int, list[Any]]) -> None:
+    """Nothing listening on the port, or a host that accepts and never answers: the rows that read that
+    cluster are unknown and name it and why, the others are scored, and the run ends within about one
+    --timeout (the subprocess is given three)."""
+    old = plan.cluster("old")
+    orders = f"{ns}.orders"
+    create_topic(old, orders, 1)
+    produce(old, orders, [{"value": b"x"} for _ in range(5)])
+    address = f"127.0.0.1:{closed_port if how == 'refused' else hung_host[0]}"
+    clusters = {"old": old, "new": plan.cluster("new"), side: {"bootstrap.servers": address}}
+    plan_file = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True, name=ns,
+                       topics={"include": [f"{ns}\\.orders"]}, groups={"include": [f"{ns}\\..*"]}, tables=[],
+                       readers=[], clusters=clusters, switch={"journal_dir": str(tmp_path / "journal")}).file
+    timeout = 10
+    run = cutover("assess", "--plan", str(plan_file), "--sample", "1", "--probe", "1", "--timeout", str(timeout),
+                  "-o", "json", timeout=3 * timeout)
+    assert run.code == 0, run.err  # unknown is not a blocker
+    assert "a bug in cutover" not in run.err and "Traceback" not in run.err, run.err
+    rows = _rows(run.json())
+    why = "nothing listens on" if how == "refused" else "accepted the connection but never answered"
+    named = f"could not reach the {side} cluster ({address})"
+
+    def unknown_for_it(row: dict[str, Any]) -> bool:
+        return any(f["verdict"] == "unknown" and named in f["reason"] and why in f["reason"] for f in row["findings"])
+
+    security, elasticity = rows[("question", "security")], rows[("readiness", "platform-elasticity")]
+    assert unknown_for_it(security) and unknown_for_it(elasticity), (security, elasticity)
+    assert elasticity["verdict"] == "unknown"
+    other = "new" if side == "old" else "old"
+    assert elasticity["evidence"]["brokers"] == {side: None, other: 1}
+    assert f"the {other} cluster enforces no ACLs (no authorizer): any client may read and write every topic" in [
+        f["reason"] for f in security["findings"]]  # the other cluster is still read
+    for key in _OLD_ROWS:
+        if side == "old":
+            assert rows[key]["verdict"] == "unknown" and unknown_for_it(rows[key]), rows[key]
+        else:
+            assert not any(f["verdict"] == "unknown" for f in rows[key]["findings"]), rows[key]
+    if side == "new":
+        assert rows[("question", "kafka-semantics")]["evidence"]["topics"][orders]["partitions"] == 1
+        assert rows[("question", "cost")]["evidence"]["records_to_mirror"] == 5
+    else:
+        assert "0 selected topic(s)" not in run.err, run.err
+    assert rows[("question", "table-semantics")]["verdict"] == "ready"
