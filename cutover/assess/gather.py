@@ -203,7 +203,8 @@ def _charts(topics: dict[str, facts.TopicFacts] | Unknown) -> dict[str, dict[str
     out = {}
     for t, f in sorted(topics.items()):
         seconds, why = score.replay_window(f)
-        out[t] = {"records": f.records, "bytes": round(f.bytes), "rate": f.rate, "recent_rate": f.recent_rate,
+        out[t] = {"records": f.records, "records_exact": f.exact, "bytes": round(f.bytes), "rate": f.rate,
+                  "recent_rate": f.recent_rate,
                   "average_rate": f.average_rate, "replay_window_seconds": None if seconds == float("inf")
                   else seconds, "replay_window_decided_by": why}
     return out

@@ -230,7 +230,8 @@ def _cost(e: Evidence) -> Row:
     records = sum(t.records for t in e.topics.values())
     nbytes = sum(t.bytes for t in e.topics.values())
     replicas = e.plan.spec.mirror.replication_factor
-    row.evidence.update({"records_to_mirror": records, "bytes_to_mirror": round(nbytes),
+    row.evidence.update({"records_to_mirror": records, "records_exact": all(t.exact for t in e.topics.values()),
+                         "bytes_to_mirror": round(nbytes),
                          "new_cluster_bytes": round(nbytes * replicas), "replication_factor": replicas})
     if isinstance(e.throughput, Unknown):
         _unknown(row, "the read probe", e.throughput)

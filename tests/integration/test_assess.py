@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from cutover.kafka.clients import ClusterRef
+from cutover.kafka.offsets import log_offsets
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, derive
 from tests.conftest import cutover
@@ -76,7 +78,7 @@ def test_assess_scores_the_sandbox_from_evidence(sandbox: Sandbox, plan: Plan, n
     assert security["evidence"]["old"] == {"protocol": "PLAINTEXT", "sasl": None, "acls_enforced": False}
 
     cost = rows[("question", "cost")]
-    assert cost["evidence"]["records_to_mirror"] == 30 + 6  # the marker counts: its offset is copied too
+    assert cost["evidence"]["records_to_mirror"] == 30 + 5  # records, not the marker's offset
     rollback = rows[("question", "rollback")]
     assert rollback["verdict"] == "risk" and rollback["evidence"]["last_switch_drill"] is None
     assert "no promote/rollback drill has passed for this plan" in rollback["reason"]
@@ -162,3 +164,44 @@ def test_a_cluster_out_of_reach_gives_unknown_rows_naming_it_and_the_rest_is_sco
     else:
         assert "0 selected topic(s)" not in run.err, run.err
     assert rows[("question", "table-semantics")]["verdict"] == "ready"
+
+
+def test_records_are_counted_not_offsets_and_a_burst_does_not_make_a_rate(
+        sandbox: Sandbox, plan: Plan, ns: str, tmp_path: Path) -> None:
+    """100 records committed in 10 transactions, 5 more aborted (116 offsets: 11 markers, 5 aborted): 100
+    records to mirror. 300 records written in one burst of a few ms on a topic kept by size (10 MiB): the
+    produce rate is not 300 over those milliseconds (tens of thousands a second, a window of seconds: a
+    false blocker), but at most 300 over a minute."""
+    old = plan.cluster("old")
+    tx_topic, burst = f"{ns}.payments", f"{ns}.clicks"
+    create_topic(old, tx_topic, 1)
+    create_topic(old, burst, 1, **{"retention.bytes": str(10 << 20)})
+    producer = Producer({**old, "transactional.id": f"{ns}-payments-app"})
+    producer.init_transactions(30)
+    for batch in range(11):
+        producer.begin_transaction()
+        for _ in range(10 if batch < 10 else 5):
+            producer.produce(tx_topic, value=b"t" * 100, partition=0)
+        if batch < 10:
+            producer.commit_transaction(30)
+        else:
+            assert producer.flush(30) == 0  # in the log before the abort: aborted records, then a marker
+            producer.abort_transaction(30)
+    produce(old, burst, [{"value": b"b" * 100} for _ in range(300)])
+    assert log_offsets(ClusterRef("old", old), [(tx_topic, 0)], "end") == {(tx_topic, 0): 116}
+    plan_file = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True, name=ns,
+                       topics={"include": [f"{ns}\\.(payments|clicks)"]}, tables=[], readers=[],
+                       gates={"min_replay_window": "1h"}, switch={"journal_dir": str(tmp_path / "journal")}).file
+
+    run = cutover("assess", "--plan", str(plan_file), "--sample", "1", "--probe", "0", "-o", "json")
+    doc = run.json()
+    assert doc["topics"][burst]["rate"] <= 300 / 60, doc["topics"][burst]
+    assert doc["topics"][tx_topic]["records"] == 100  # not 116 offsets
+    assert doc["topics"][burst]["records"] == 300
+    cost = _rows(doc)[("question", "cost")]["evidence"]
+    assert (cost["records_to_mirror"], cost["records_exact"], cost["bytes_to_mirror"]) == (400, True, 400 * 100)
+    assert 0 < doc["topics"][burst]["rate"] <= 300 / 60
+    replay = _rows(doc)[("readiness", "replay-window")]
+    assert replay["verdict"] == "ready", replay
+    assert replay["evidence"]["topics"][burst]["decided_by"].startswith(f"retention.bytes {10 << 20} per partition")
+    assert run.code == 0, run.err
