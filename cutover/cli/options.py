@@ -41,6 +41,45 @@ def plan_option(f: F) -> F:
     )(f)
 
 
+def report_option(text: str) -> Callable[[F], F]:
+    """--report DIR: a folder the command writes its report into (assess, verify, drill run)."""
+    return click.option("--report", "report_dir", metavar="DIR", type=ReportFolder(), help=text)
+
+
+class ReportFolder(click.Path):
+    """A report's folder, created when missing. Refused at once, before any cluster is asked, when a file stands
+    where a folder must be or its nearest existing folder cannot be written: not after the work is done."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os
+        from pathlib import Path
+
+        path = Path(str(super().convert(value, param, ctx)))
+        there = next(p for p in (path, *path.parents) if p.exists())
+        if not there.is_dir():
+            self.fail(f"{str(value)!r}: {there} is a file, not a folder\n  fix: give a folder (it is created if "
+                      "missing)", param, ctx)
+        if not os.access(there, os.W_OK | os.X_OK):
+            self.fail(f"{str(value)!r}: the folder {there} cannot be written by this user\n  fix: give a folder "
+                      "you may write to (it is created if missing)", param, ctx)
+        return value
+
+
+@contextmanager
+def writing_report(folder: str) -> Iterator[None]:
+    """A report that cannot be written after all (the file system refused) is named, not a bug."""
+    from cutover.errors import UsageError
+
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"--report {folder}: the report cannot be written there: {exc.strerror or exc}",
+                         fix="give a folder you may write to (it is created if missing)") from None
+
+
 def timeout_option(whole: bool) -> Callable[[F], F]:
     """--timeout, default NETWORK_TIMEOUT. `whole`: the command asks and answers (plan check, status, ...), and ends
     within its timeout whatever it waits on; otherwise the command runs long (mirror, shadow, verify,

@@ -544,9 +544,15 @@ class Observability:
 
     #: The Prometheus that scrapes cutover's exporters (http://host:9090): `cutover assess` asks it which
     #: cutover targets are up and whether cutover's alert rules are loaded. cutover never needs it to run.
-    prometheus: str | None = None
+    prometheus: str | None = field(default=None, metadata={"check": lambda url: _http_url(url)})
     #: Where each part serves its metrics when its command gives no port (each port once).
     ports: MetricsPorts = field(default_factory=MetricsPorts, metadata={"check": lambda ps: _distinct(ps)})
+
+
+def _http_url(url: str | None) -> str | None:
+    if url is None or re.match(r"https?://[^/\s]+", url):
+        return None
+    return f"'{url}' is not an http:// or https:// URL" + ("" if "://" in url else f" (fix: http://{url})")
 
 
 def _distinct(ports: MetricsPorts) -> str | None:
