@@ -94,6 +94,8 @@ def _old_cluster(plan: Plan, meta: Any, timeout: float, sample: float, probe: fl
 def _writers(plan: Plan, counts: dict[str, int], timeout: float) -> Any:
     from cutover.kafka import producers
 
+    if not any(counts.values()):  # no partition to write to: none of its producers matter (and no JVM starts)
+        return producers.Writers((), ())
     return producers.read(ClusterRef.of(plan, "old"), [(t, p) for t, n in counts.items() for p in range(n)],
                           timeout)
 
@@ -134,17 +136,26 @@ def _registry(plan: Plan, timeout: float) -> dict[str, Any]:
 
 
 def _lake(plan: Plan, timeout: float) -> dict[str, str | Unknown]:
+    """The catalog and the storage probed side by side (two servers: neither waits on the other)."""
     from cutover.lake import reach
+    from cutover.plan import readiness
 
     cat = plan.spec.catalog
     if cat is None or not plan.spec.tables:
         return {}
-    out: dict[str, str | Unknown] = {}
-    found = attempt(lambda: reach.probe_catalog(cat, timeout))
-    out["catalog"] = found if isinstance(found, Unknown) else f"answered at {reach.safe_address(cat)}"
+    if readiness.sqlite_missing(plan) is not None:  # opening it would create an empty catalog: assess writes nothing
+        return {"catalog": Unknown(f"catalog {cat.name}: the SQLite file {readiness.sqlite_path(cat.uri)} does not "
+                                   "exist (assess does not create it): point catalog.uri at the catalog's file")}
     location = reach.storage_location(cat)
-    if location is not None:
-        out["storage"] = attempt(lambda: reach.probe_storage(cat, location, timeout))
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cutover-assess-lake") as pool:
+        found = pool.submit(attempt, lambda: reach.probe_catalog(cat, timeout))
+        storage = None if location is None else pool.submit(
+            attempt, lambda: reach.probe_storage(cat, location, timeout))
+        catalog = found.result()
+        out: dict[str, str | Unknown] = {
+            "catalog": catalog if isinstance(catalog, Unknown) else f"answered at {reach.safe_address(cat)}"}
+        if storage is not None:
+            out["storage"] = storage.result()
     return out
 
 

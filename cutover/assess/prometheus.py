@@ -19,7 +19,16 @@ def _get(url: str, path: str, timeout: float) -> Any:
     try:
         with urllib.request.urlopen(f"{url.rstrip('/')}{path}", timeout=timeout) as answer:
             doc = json.loads(answer.read())
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except urllib.error.HTTPError as exc:  # a server answered, but not Prometheus's API there
+        raise UnreachableError(f"{url} answered {path} with HTTP {exc.code} ({exc.reason}): not Prometheus's HTTP "
+                               "API at that URL",
+                               fix="set observability.prometheus to Prometheus's root URL (http://host:9090), not "
+                               "a page under it or another server") from None
+    except ValueError:
+        raise UnreachableError(f"{url} answered {path} with something that is not JSON: not Prometheus's HTTP API "
+                               "at that URL", fix="set observability.prometheus to Prometheus's root URL "
+                               "(http://host:9090)") from None
+    except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise UnreachableError(f"Prometheus at {url} did not answer {path}: {reason}",
                                fix="check observability.prometheus in the plan and that Prometheus is up") from None

@@ -209,6 +209,11 @@ def _tables_q(e: Evidence) -> Row:
 def _storage(e: Evidence) -> Row:
     row = _row("storage", "question")
     cat = e.plan.spec.catalog
+    if cat is None and e.plan.spec.tables:
+        row.findings.append(Finding("blocker", f"the plan pairs {len(e.plan.spec.tables)} table(s) but names no "
+                                    "catalog: the shadow has nowhere to write and verify nothing to read (add "
+                                    "catalog: to the plan)"))
+        return row
     if cat is None:
         row.findings.append(Finding("ready", "no catalog: the plan moves topics only"))
         return row
