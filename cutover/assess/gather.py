@@ -28,7 +28,8 @@ SIDES: tuple[ClusterSide, ...] = ("old", "new")
 def assess(plan: Plan, timeout: float, sample: float = 5.0, probe: float = 3.0) -> Assessment:
     """The scorecard. `sample`: seconds over which the produce rate is measured; `probe`: seconds of the
     read probe that sizes the backfill."""
-    with ThreadPoolExecutor(max_workers=6, thread_name_prefix="cutover-assess") as pool:
+    pool = ThreadPoolExecutor(max_workers=6, thread_name_prefix="cutover-assess")
+    try:
         progress("assess: reaching the old and new clusters")
         reach = {s: pool.submit(attempt, lambda s=s: _metadata(plan, s, timeout)) for s in SIDES}
         sides = {s: pool.submit(_side, plan, s, reach[s], timeout) for s in SIDES}
@@ -43,6 +44,8 @@ def assess(plan: Plan, timeout: float, sample: float = 5.0, probe: float = 3.0) 
         evidence = score.Evidence(plan, old.selected, old.topics, old.groups, old.writers, old.readers,
                                   {s: f.result() for s, f in sides.items()}, rights, _tables(plan, lake_found),
                                   old.throughput, drills(plan), lake_found, prometheus.result(), registry)
+    finally:  # every reading was waited for; on Ctrl-C, none is (a client may be stuck on a silent host)
+        pool.shutdown(wait=False, cancel_futures=True)
     return Assessment(str(plan.file), plan.name, iso_z(), score.score(evidence), _charts(old.topics))
 
 
