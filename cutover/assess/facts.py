@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import ConfigResource, ResourceType
 
 from cutover.common import TP
 from cutover.errors import CutoverError
-from cutover.kafka.clients import ClusterRef, admin
+from cutover.kafka.clients import ClusterRef, admin, metadata
 from cutover.kafka.offsets import committed_records, log_offsets, retrying
 from cutover.plan import ClusterSide, Plan
 
@@ -25,8 +25,14 @@ T = TypeVar("T")
 #: The topic settings that decide its semantics and its replay window.
 TOPIC_CONFIGS = ("cleanup.policy", "message.timestamp.type", "max.message.bytes", "retention.ms", "retention.bytes",
                  "min.insync.replicas")
-#: Records read from each partition's tail to size the records.
+#: Records read from each partition's tail to size the records (and, past COUNTED, to estimate their count).
 TAIL = 50
+#: Offsets read whole, in all, to count the records exactly (the smallest partitions first): markers and aborted
+#: records hold offsets but are not records, and only reading tells them apart.
+COUNTED = 100_000
+#: The least span (seconds) a topic's retained records are taken to have been written over: a burst written
+#: within milliseconds is not a produce rate of thousands a second.
+RATE_SPAN_FLOOR = 60.0
 
 
 @dataclass(frozen=True)
@@ -37,11 +43,16 @@ class Unknown:
 
 
 def attempt(read: Callable[[], T]) -> T | Unknown:
-    """The reading, or Unknown with the error's message (a named CutoverError: no stack trace)."""
+    """The reading, or Unknown with the error's message (a named CutoverError: no stack trace). A Kafka client's
+    own error that no caller named is unknown too, with Kafka's words: a scorecard reads many parts, and one that
+    fails is a row's unknown, never the end of the whole run."""
     try:
         return read()
     except CutoverError as exc:
         return Unknown(exc.message)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        return Unknown(f"Kafka's client failed: {err.str() if isinstance(err, KafkaError) else exc}")
 
 
 @dataclass
@@ -53,16 +64,37 @@ class TopicFacts:
     offsets: dict[int, tuple[int, int]]
     #: the oldest retained record's timestamp (ms), over all partitions; None: nothing retained
     oldest_ms: int | None
-    #: the newest record's timestamp (ms)
-    newest_ms: int | None
+    #: when the offsets were read (ms): the retained span runs from `oldest_ms` to it
+    read_ms: int | None
     #: mean key + value + headers size of the records sampled from the partitions' tails
     record_bytes: float
+    #: per partition: (committed records read, the offsets they were read from): its whole range (the count is
+    #: exact), or its tail (the share of records among the offsets, for an estimate). A partition not read
+    #: counts its offsets.
+    counted: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: records written per second over the last `sample` seconds (None: not sampled)
     recent_rate: float | None = None
 
+    def _records(self, partition: int) -> float:
+        start, end = self.offsets[partition]
+        read, span = self.counted.get(partition, (end - start, end - start))
+        return read if span >= end - start else (end - start) * read / span if span else end - start
+
     @property
     def records(self) -> int:
-        return sum(end - start for start, end in self.offsets.values())
+        """Records, not offsets: transaction markers and aborted records hold offsets too."""
+        return round(sum(self._records(p) for p in self.offsets))
+
+    @property
+    def exact(self) -> bool:
+        """Whether every partition's records were counted one by one (else some are estimated from the tail)."""
+        return all(self.counted.get(p, (0, end - start))[1] >= end - start for p, (start, end) in self.offsets.items())
+
+    @property
+    def share(self) -> float:
+        """Records among the offsets (1.0 without transactions)."""
+        offsets = sum(end - start for start, end in self.offsets.values())
+        return sum(self._records(p) for p in self.offsets) / offsets if offsets else 1.0
 
     @property
     def bytes(self) -> float:
@@ -77,10 +109,12 @@ class TopicFacts:
 
     @property
     def average_rate(self) -> float | None:
-        """Records a second over what the topic retains (from its records' timestamps)."""
-        if self.oldest_ms is None or self.newest_ms is None or self.newest_ms <= self.oldest_ms:
+        """Records a second over the retained span (from the oldest record's timestamp to the reading), that
+        span taken as at least RATE_SPAN_FLOOR: records written in one burst of milliseconds are not a rate of
+        thousands a second."""
+        if self.oldest_ms is None or self.read_ms is None:
             return None
-        return self.records / ((self.newest_ms - self.oldest_ms) / 1000)
+        return self.records / max(RATE_SPAN_FLOOR, (self.read_ms - self.oldest_ms) / 1000)
 
     @property
     def rate(self) -> float | None:
@@ -90,10 +124,11 @@ class TopicFacts:
 
 
 def topics(plan: Plan, side: ClusterSide, names: list[str], timeout: float, sample: float) -> dict[str, TopicFacts]:
-    """Each topic's settings, offsets, retained span, record size, and its produce rate over `sample` seconds."""
+    """Each topic's settings, offsets, records, retained span, record size, and its produce rate over `sample`
+    seconds."""
     ref = ClusterRef.of(plan, side)
-    client = admin(ref, warm_for=timeout)
-    meta = client.list_topics(timeout=timeout)
+    client = admin(ref)
+    meta = metadata(ref, client, timeout, "listing the selected topics")  # the leaders, for the offsets
     counts = {t: len(meta.topics[t].partitions) for t in names if t in meta.topics}
     tps = [(t, p) for t, n in counts.items() for p in range(n)]
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in counts]
@@ -105,59 +140,78 @@ def topics(plan: Plan, side: ClusterSide, names: list[str], timeout: float, samp
     before = log_offsets(ref, tps, "high", timeout, client)
     began = time.monotonic()
     ends = log_offsets(ref, tps, "end", timeout, client)
-    newest = _newest(ref, client, tps, timeout)
-    oldest, sizes = _samples(ref, tps, starts, ends, timeout)
+    read_ms = int(time.time() * 1000)
+    read = _read(ref, tps, starts, ends, timeout)
     if sample > 0:
         time.sleep(max(0.0, sample - (time.monotonic() - began)))
     after = log_offsets(ref, tps, "high", timeout, client) if sample > 0 else before
     elapsed = max(time.monotonic() - began, 1e-3)
     out = {}
     for t, n in counts.items():
-        mine = [(t, p) for p in range(n)]
-        stamps = [oldest[tp] for tp in mine if tp in oldest]
-        latest = [newest[tp] for tp in mine if tp in newest]
-        sized = [s for tp in mine for s in sizes.get(tp, [])]
-        out[t] = TopicFacts(
-            t, n, settings.get(t, {}), {p: (starts[(t, p)], ends[(t, p)]) for p in range(n)},
-            min(stamps) if stamps else None, max(latest) if latest else None,
-            sum(sized) / len(sized) if sized else 0.0,
-            sum(after[tp] - before[tp] for tp in mine) / elapsed if sample > 0 else None)
+        mine = [read[(t, p)] for p in range(n) if (t, p) in read]
+        stamps = [r.oldest_ms for r in mine if r.oldest_ms is not None]
+        sized = [s for r in mine for s in r.sizes]
+        facts = TopicFacts(t, n, settings.get(t, {}), {p: (starts[(t, p)], ends[(t, p)]) for p in range(n)},
+                           min(stamps) if stamps else None, read_ms, sum(sized) / len(sized) if sized else 0.0,
+                           {p: (read[(t, p)].records, read[(t, p)].offsets) for p in range(n) if (t, p) in read})
+        if sample > 0:  # the offsets written since, as records (the topic's share of records among its offsets)
+            facts.recent_rate = sum(after[(t, p)] - before[(t, p)] for p in range(n)) / elapsed * facts.share
+        out[t] = facts
     return out
 
 
-def _newest(ref: ClusterRef, client: Any, tps: list[TP], timeout: float) -> dict[TP, int]:
-    """Each partition's largest record timestamp (ListOffsets max-timestamp, KIP-734)."""
-    if not tps:
-        return {}
-    done = retrying(ref, client, lambda c, wait: c.list_offsets(
-        {TopicPartition(t, p): OffsetSpec.max_timestamp() for t, p in tps},  # type: ignore[no-untyped-call]
-        request_timeout=wait), "reading the newest record timestamps", timeout)
-    return {(tp.topic, tp.partition): int(info.timestamp) for tp, info in done.items()
-            if info.offset >= 0 and info.timestamp >= 0}
+@dataclass
+class _Partition:
+    """What was read of one partition."""
+
+    #: the offset the count began at, and the committed records from there to the end (read_committed)
+    began: int
+    offsets: int
+    records: int = 0
+    oldest_ms: int | None = None
+    #: the sizes of its last TAIL records
+    sizes: list[int] = field(default_factory=list)
 
 
-def _samples(ref: ClusterRef, tps: list[TP], starts: dict[TP, int], ends: dict[TP, int], timeout: float,
-             ) -> tuple[dict[TP, int], dict[TP, list[int]]]:
-    """Each partition's oldest retained record timestamp, and the sizes of the records of its tail."""
-    oldest: dict[TP, int] = {}
-    first = {tp: starts[tp] for tp in tps if ends[tp] > starts[tp]}
-    for msg in committed_records(ref, [(t, p, o) for (t, p), o in first.items()], "reading the oldest records",
-                                 timeout, group="cutover-assess", until={tp: starts[tp] + 1 for tp in first}):
-        oldest.setdefault((str(msg.topic()), int(msg.partition() or 0)), int(msg.timestamp()[1]))
-    for tp in first:  # the first offset was a marker or aborted: the next committed record
-        if tp not in oldest:
+def _read(ref: ClusterRef, tps: list[TP], starts: dict[TP, int], ends: dict[TP, int], timeout: float,
+          ) -> dict[TP, _Partition]:
+    """Each non-empty partition's records counted (read_committed: markers and aborted records are not records),
+    its oldest record's timestamp and its tail's record sizes. The smallest partitions are read whole, up to
+    COUNTED offsets in all (their count is exact); the others from TAIL offsets before their end (their count is
+    estimated from the share of records there)."""
+    held = sorted((tp for tp in tps if ends[tp] > starts[tp]), key=lambda tp: ends[tp] - starts[tp])
+    parts, budget = {}, COUNTED
+    for tp in held:
+        whole = ends[tp] - starts[tp] <= budget
+        budget -= ends[tp] - starts[tp] if whole else 0
+        began = starts[tp] if whole else max(starts[tp], ends[tp] - TAIL)
+        parts[tp] = _Partition(began, ends[tp] - began)
+    for msg in committed_records(ref, [(t, p, r.began) for (t, p), r in parts.items()], "counting the records",
+                                 timeout, group="cutover-assess", until={tp: ends[tp] for tp in parts}):
+        part = parts[(str(msg.topic()), int(msg.partition() or 0))]
+        headers: Any = msg.headers() or []
+        part.records += 1
+        part.sizes = [*part.sizes[-(TAIL - 1):], len(msg.key() or b"") + len(msg.value() or b"")
+                      + sum(len(k) + len(v or b"") for k, v in headers)]
+        if part.oldest_ms is None and part.began == starts[(str(msg.topic()), int(msg.partition() or 0))]:
+            part.oldest_ms = int(msg.timestamp()[1])
+    _oldest(ref, {tp: r for tp, r in parts.items() if r.oldest_ms is None}, starts, ends, timeout)
+    return parts
+
+
+def _oldest(ref: ClusterRef, parts: dict[TP, _Partition], starts: dict[TP, int], ends: dict[TP, int],
+            timeout: float) -> None:
+    """The oldest record's timestamp of the partitions not read from their start: their first committed record
+    (the first offset may be a marker or an aborted record: then the next committed one)."""
+    for msg in committed_records(ref, [(t, p, starts[(t, p)]) for t, p in parts], "reading the oldest records",
+                                 timeout, group="cutover-assess", until={tp: starts[tp] + 1 for tp in parts}):
+        parts[(str(msg.topic()), int(msg.partition() or 0))].oldest_ms = int(msg.timestamp()[1])
+    for tp, part in parts.items():
+        if part.oldest_ms is None:
             for msg in committed_records(ref, [(tp[0], tp[1], starts[tp])], "reading the oldest records", timeout,
                                          group="cutover-assess", until={tp: ends[tp]}):
-                oldest[tp] = int(msg.timestamp()[1])
+                part.oldest_ms = int(msg.timestamp()[1])
                 break
-    sizes: dict[TP, list[int]] = {}
-    tails = [(t, p, max(starts[(t, p)], ends[(t, p)] - TAIL)) for (t, p) in first]
-    for msg in committed_records(ref, tails, "sampling the newest records", timeout, group="cutover-assess",
-                                 until={tp: ends[tp] for tp in first}):
-        headers: Any = msg.headers() or []
-        size = len(msg.key() or b"") + len(msg.value() or b"") + sum(len(k) + len(v or b"") for k, v in headers)
-        sizes.setdefault((str(msg.topic()), int(msg.partition() or 0)), []).append(size)
-    return oldest, sizes
 
 
 @dataclass
@@ -202,16 +256,15 @@ def groups(plan: Plan, side: ClusterSide, timeout: float) -> list[GroupFacts]:
     return out
 
 
-def read_throughput(plan: Plan, side: ClusterSide, names: list[str], seconds: float, timeout: float) -> float:
-    """Bytes a second one consumer reads from the topics' starts for up to `seconds` (the read probe)."""
+def read_throughput(plan: Plan, side: ClusterSide, partitions: dict[str, int], seconds: float) -> float:
+    """Bytes a second one consumer reads from the topics' starts for up to `seconds` (the read probe);
+    `partitions`: each topic's partition count."""
     ref = ClusterRef.of(plan, side)
     consumer = Consumer(ref.config(**{"group.id": "cutover-assess-probe", "enable.auto.commit": False,
                                       "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                                       "enable.partition.eof": False}))
     try:
-        meta = consumer.list_topics(timeout=timeout)
-        consumer.assign([TopicPartition(t, p, -2) for t in names if t in meta.topics
-                         for p in meta.topics[t].partitions])
+        consumer.assign([TopicPartition(t, p, -2) for t, n in partitions.items() for p in range(n)])
         total, began, first = 0, time.monotonic(), None
         while time.monotonic() - began < seconds:
             batch = consumer.consume(10_000, 0.5)
@@ -223,5 +276,7 @@ def read_throughput(plan: Plan, side: ClusterSide, names: list[str], seconds: fl
                 break  # read everything there is
         spent = time.monotonic() - (first or began)
         return total / spent if spent > 0 and total else 0.0
+    except KafkaException as exc:
+        raise ref.failure(exc, "reading the topics (the read probe)", consumer) from None
     finally:
         consumer.close()

@@ -209,6 +209,11 @@ def _tables_q(e: Evidence) -> Row:
 def _storage(e: Evidence) -> Row:
     row = _row("storage", "question")
     cat = e.plan.spec.catalog
+    if cat is None and e.plan.spec.tables:
+        row.findings.append(Finding("blocker", f"the plan pairs {len(e.plan.spec.tables)} table(s) but names no "
+                                    "catalog: the shadow has nowhere to write and verify nothing to read (add "
+                                    "catalog: to the plan)"))
+        return row
     if cat is None:
         row.findings.append(Finding("ready", "no catalog: the plan moves topics only"))
         return row
@@ -230,7 +235,8 @@ def _cost(e: Evidence) -> Row:
     records = sum(t.records for t in e.topics.values())
     nbytes = sum(t.bytes for t in e.topics.values())
     replicas = e.plan.spec.mirror.replication_factor
-    row.evidence.update({"records_to_mirror": records, "bytes_to_mirror": round(nbytes),
+    row.evidence.update({"records_to_mirror": records, "records_exact": all(t.exact for t in e.topics.values()),
+                         "bytes_to_mirror": round(nbytes),
                          "new_cluster_bytes": round(nbytes * replicas), "replication_factor": replicas})
     if isinstance(e.throughput, Unknown):
         _unknown(row, "the read probe", e.throughput)
@@ -484,6 +490,9 @@ def _elasticity(e: Evidence) -> Row:
     row = _row("platform-elasticity", "readiness")
     sizes = {n: s.brokers for n, s in e.sides.items() if isinstance(s, Side)}
     row.evidence["brokers"] = {n: None if isinstance(b, Unknown) else b for n, b in sizes.items()}
+    for n, b in sizes.items():
+        if isinstance(b, Unknown):
+            _unknown(row, f"the {n} cluster's brokers", b)
     old, new = sizes.get("old"), sizes.get("new")
     if isinstance(old, int) and isinstance(new, int) and new < old:
         row.findings.append(Finding("risk", f"the new cluster has fewer brokers ({new}) than the old ({old})"))

@@ -6,19 +6,19 @@ from pathlib import Path
 
 import click
 
-from cutover.cli.options import output_option, plan_option, timeout_option
+from cutover.cli.options import Seconds, output_option, plan_option, report_option, timeout_option, writing_report
 from cutover.errors import ExitCode
 from cutover.output import Format, emit, progress
 
 
 @click.command("assess")
 @plan_option
-@click.option("--report", "report_dir", metavar="DIR", type=click.Path(file_okay=False),
-              help="Also write DIR/assessment.html (for people) and DIR/assessment.json.")
-@click.option("--sample", type=click.FloatRange(0, 600), default=5.0, show_default=True, metavar="SECONDS",
-              help="How long the produce rate is measured (0: only from the retained records' timestamps).")
-@click.option("--probe", type=click.FloatRange(0, 600), default=3.0, show_default=True, metavar="SECONDS",
-              help="How long the read probe that sizes the backfill reads.")
+@report_option("Also write DIR/assessment.html (for people) and DIR/assessment.json.")
+@click.option("--sample", type=Seconds(least=0, most=600), default=5.0, show_default=True, metavar="SECONDS",
+              help="How long the produce rate is measured (0: only from the retained records' timestamps). "
+              "Seconds, or a duration (30s, 5m).")
+@click.option("--probe", type=Seconds(least=0, most=600), default=3.0, show_default=True, metavar="SECONDS",
+              help="How long the read probe that sizes the backfill reads. Seconds, or a duration (30s, 5m).")
 @output_option
 @timeout_option(whole=False)
 def assess_cmd(plan_file: str, report_dir: str | None, sample: float, probe: float, fmt: Format,
@@ -33,6 +33,7 @@ def assess_cmd(plan_file: str, report_dir: str | None, sample: float, probe: flo
 
     result = gather.assess(load_plan(plan_file), timeout, sample, probe)
     if report_dir:
-        progress(f"report: {report.write(Path(report_dir), result)}")
+        with writing_report(report_dir):
+            progress(f"report: {report.write(Path(report_dir), result)}")
     emit(result, fmt, report.text)
     return int(ExitCode.REFUSED) if result.blockers else 0

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import click
 
-from cutover.cli.options import catalog_option, output_option, plan_option, timeout_option
+from cutover.cli.options import catalog_option, output_option, plan_option, report_option, timeout_option
 from cutover.errors import CutoverError, UsageError
 from cutover.output import Format, emit
 
@@ -47,7 +47,7 @@ def _params(values: tuple[str, ...]) -> dict[str, str]:
 @plan_option
 @click.option("--auto", is_flag=True, help="Do not wait for confirmation at manual steps.")
 @click.option("--keep-going", is_flag=True, help="Go on after a failed expectation (errors still stop).")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False), help="Where to write the report.")
+@report_option("Where to write the report.")
 @click.option("--param", "params", multiple=True, metavar="K=V", help="Override a runbook parameter.")
 @click.option("--dir", "sandbox_dir", type=click.Path(file_okay=False),
               help="The local sandbox's folder, if not the default.")

@@ -58,6 +58,45 @@ def plan_option(f: F) -> F:
     )(f)
 
 
+def report_option(text: str) -> Callable[[F], F]:
+    """--report DIR: a folder the command writes its report into (assess, verify, drill run)."""
+    return click.option("--report", "report_dir", metavar="DIR", type=ReportFolder(), help=text)
+
+
+class ReportFolder(click.Path):
+    """A report's folder, created when missing. Refused at once, before any cluster is asked, when a file stands
+    where a folder must be or its nearest existing folder cannot be written: not after the work is done."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os
+        from pathlib import Path
+
+        path = Path(str(super().convert(value, param, ctx)))
+        there = next(p for p in (path, *path.parents) if p.exists())
+        if not there.is_dir():
+            self.fail(f"{str(value)!r}: {there} is a file, not a folder\n  fix: give a folder (it is created if "
+                      "missing)", param, ctx)
+        if not os.access(there, os.W_OK | os.X_OK):
+            self.fail(f"{str(value)!r}: the folder {there} cannot be written by this user\n  fix: give a folder "
+                      "you may write to (it is created if missing)", param, ctx)
+        return value
+
+
+@contextmanager
+def writing_report(folder: str) -> Iterator[None]:
+    """A report that cannot be written after all (the file system refused) is named, not a bug."""
+    from cutover.errors import UsageError
+
+    try:
+        yield
+    except OSError as exc:
+        raise UsageError(f"--report {folder}: the report cannot be written there: {exc.strerror or exc}",
+                         fix="give a folder you may write to (it is created if missing)") from None
+
+
 def timeout_option(whole: bool) -> Callable[[F], F]:
     """--timeout, default NETWORK_TIMEOUT. `whole`: the command asks and answers (plan check, status, ...), and ends
     within its timeout whatever it waits on; otherwise the command runs long (mirror, shadow, verify,
@@ -77,23 +116,41 @@ def timeout_option(whole: bool) -> Callable[[F], F]:
 
 
 class Seconds(click.ParamType):  # type: ignore[type-arg]
-    """Seconds (at least 0.1), as a number or a duration the way plans write them (500ms, 90s, 5m, 1h)."""
+    """The one type of every option that takes a length of time (the CLI's tests check that none drifts): seconds
+    as a number, or a duration the way plans write them (500ms, 90s, 5m, 1h, 2d), within [least, most]. A bad
+    value is named with the option, the value and the forms accepted (exit 2)."""
 
     name = "SECONDS"
+    FORMS = "30, 30s, 5m, 1h (also 500ms, 2d)"
+
+    def __init__(self, least: float = 0.1, most: float | None = None) -> None:
+        self.least, self.most = least, most
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         from cutover.plan.schema import Duration
 
-        if isinstance(value, int | float):
-            seconds = float(value)
-        else:
-            try:
-                seconds = float(Duration.parse(str(value)))
-            except (ValueError, TypeError):
-                self.fail(f"{value!r} is not a number of seconds nor a duration such as 90s or 5m", param, ctx)
-        if seconds < 0.1:
-            self.fail(f"{value!r} is below the least timeout, 0.1 s", param, ctx)
+        try:
+            seconds = float(Duration.parse(value))
+        except (ValueError, TypeError):
+            self.fail(f"{value!r} is not a duration\n  fix: write it as seconds or with a unit: {self.FORMS}",
+                      param, ctx)
+        if seconds < self.least:
+            self.fail(f"{value!r} is less than the least, {_shown(self.least)}\n  fix: give {_shown(self.least)} "
+                      "or more", param, ctx)
+        if self.most is not None and seconds > self.most:
+            self.fail(f"{value!r} is more than the most, {_shown(self.most)}\n  fix: give {_shown(self.most)} "
+                      "or less", param, ctx)
         return seconds
+
+
+def _shown(seconds: float) -> str:
+    """A bound the way it may be written: 100ms, 10m, 1h, 45s."""
+    if 0 < seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
 
 
 @contextmanager

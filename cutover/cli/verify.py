@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cutover.cli.options import output_option, plan_option, timeout_option
+from cutover.cli.options import output_option, plan_option, report_option, timeout_option, writing_report
 from cutover.errors import DifferencesFound
 from cutover.output import Format, emit, progress
 
@@ -14,8 +14,7 @@ from cutover.output import Format, emit, progress
 @click.command("verify")
 @plan_option
 @click.option("--table", "which", metavar="T", help="Only the pair with this topic or table name.")
-@click.option("--report", "report_dir", metavar="DIR", type=click.Path(file_okay=False),
-              help="Also write DIR/report.html (for people) and DIR/result.json.")
+@report_option("Also write DIR/report.html (for people) and DIR/result.json.")
 @click.option("--samples", "sample_size", type=click.IntRange(0, 1000), default=10, show_default=True,
               help="Sample rows shown per kind of difference.")
 @output_option
@@ -32,7 +31,8 @@ def verify_cmd(plan_file: str, which: str | None, report_dir: str | None, sample
 
     result = run.verify(load_plan(plan_file), run.Options(table=which, sample_size=sample_size, timeout=timeout))
     if report_dir:
-        progress(f"report: {report.write(result, Path(report_dir))}")
+        with writing_report(report_dir):
+            progress(f"report: {report.write(result, Path(report_dir))}")
     emit(result, fmt, report.render_text)
     if not result.passed:
         failed = [t.table for t in result.tables if not t.passed]

@@ -663,13 +663,20 @@ class Observability:
 
     #: The Prometheus that scrapes cutover's exporters (http://host:9090): `cutover assess` asks it which
     #: cutover targets are up and whether cutover's alert rules are loaded. cutover never needs it to run.
-    prometheus: str | None = None
+    prometheus: str | None = field(default=None, metadata={"check": lambda url: _http_url(url)})
     #: The address each part serves its metrics on when its command gives no --metrics-host: default
     #: 127.0.0.1, this host only; 0.0.0.0 for every interface (a Prometheus on another host), or one
     #: address of this host.
     host: str | None = field(default=None, metadata={"check": _host})
     #: Where each part serves its metrics when its command gives no port (each port once).
     ports: MetricsPorts = field(default_factory=MetricsPorts, metadata={"check": lambda ps: _distinct(ps)})
+
+
+def _http_url(url: str | None) -> str | None:
+    if url is None or re.match(r"https?://[^/\s]+", url):
+        return None
+    fix = f"http://{url}" if "://" not in url else "http://host:9090, Prometheus's own address"
+    return f"'{url}' is not an http:// or https:// URL (fix: {fix})"
 
 
 def _distinct(ports: MetricsPorts) -> str | None:

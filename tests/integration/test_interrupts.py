@@ -78,6 +78,7 @@ COMMANDS = {
     "sync-groups": ["offsets", "sync"],
     "offsets-translate": ["offsets", "translate", "--group", "billing"],
     "promote": ["promote", "--execute"],
+    "assess": ["assess", "--sample", "0", "--probe", "0"],  # its readings side by side, none waited for
     "mirror": ["mirror"],
     "shadow": ["shadow"],
     "drill": ["drill", "run", str(RUNBOOKS / "mirror-crash-and-resume.yaml"), "--auto"],
@@ -115,7 +116,8 @@ def test_sigterm_then_ctrl_c_ends_a_mirror_stuck_in_its_clean_stop(tmp_path: Pat
     assert "interrupted: did not end within 1s of Ctrl-C, stopped" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", [c for c in COMMANDS if c not in ("promote", "mirror", "shadow", "drill")])
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c not in ("promote", "mirror", "shadow", "drill",
+                                                                       "assess")])  # assess: test_assess.py
 def test_timeout_bounds_a_one_shot_command(command: str, tmp_path: Path, hung_host: tuple[int, list[object]]) -> None:
     port, connections = hung_host
     proc = _start([*COMMANDS[command], "--plan", str(_plan(tmp_path, port)), "--timeout", "2"], tmp_path)

@@ -50,6 +50,22 @@ def test_the_replay_window_is_the_tighter_of_the_time_and_the_size_limit() -> No
         "45s", "10m", "2h 10m", "3d 4h", "unlimited"]
 
 
+def test_records_are_counted_where_read_whole_and_estimated_from_the_tail_elsewhere() -> None:
+    # partition 0 read whole: 90 records in 100 offsets; partition 1 only its tail: 45 records in 50 of 1,000
+    facts = TopicFacts("t", 2, {}, {0: (0, 100), 1: (0, 1000)}, 0, 3_600_000, 10.0, {0: (90, 100), 1: (45, 50)})
+    assert (facts.records, facts.exact, facts.share) == (90 + 900, False, 990 / 1100)
+    assert TopicFacts("t", 1, {}, {0: (5, 15)}, 0, 1, 10.0, {0: (8, 10)}).exact
+    assert TopicFacts("t", 1, {}, {0: (5, 15)}, 0, 1, 10.0).records == 10  # not read: its offsets
+
+
+def test_a_burst_is_spread_over_a_minute_at_least() -> None:
+    burst = TopicFacts("t", 1, {}, {0: (0, 300)}, 1_000_000, 1_000_002, 100.0)  # 300 records in 2 ms
+    assert burst.average_rate == 300 / 60
+    steady = TopicFacts("t", 1, {}, {0: (0, 3600)}, 0, 3_600_000, 100.0)  # one a second for an hour
+    assert steady.average_rate == 1.0
+    assert TopicFacts("t", 1, {}, {0: (0, 0)}, None, 5, 1.0).average_rate is None
+
+
 def test_a_row_is_as_bad_as_its_worst_finding() -> None:
     row = Row("k", "question", "K", [Finding("risk", "a"), Finding("unknown", "b"), Finding("risk", "c")])
     assert row.verdict == "risk" and row.reason == "a; c"

@@ -89,7 +89,8 @@ CASES = {
                                                       "name: cutover COMMAND --plan"]),
     "timeout-that-is-not-a-duration": ({"p.yaml": PLAN.encode()}, ["status", "--plan", "{tmp}/p.yaml", "--timeout",
                                                                    "5x"], ExitCode.USAGE,
-                                       ["'5x' is not a number of seconds nor a duration such as 90s or 5m"]),
+                                       ["'5x' is not a duration",
+                                        "fix: write it as seconds or with a unit: 30, 30s, 5m, 1h"]),
     "init-names-the-flag": ({}, ["init", "--plan", "{tmp}/n.yaml", "--old-bootstrap", "a:1", "--new-bootstrap", "b:2",
                                  "--topics", "*", "--no-check"], ExitCode.USAGE,
                             ["--topics (plan key topics.include[0]): '*' is not a valid regular expression",
@@ -98,6 +99,17 @@ CASES = {
     "local-status-of-a-mistyped-dir": ({}, ["local", "status", "--dir", "{tmp}/no-such-dir"], ExitCode.USAGE,
                                        ["no sandbox in {tmp}/no-such-dir: the folder does not exist",
                                         "fix: check --dir (or CUTOVER_SANDBOX)"]),
+    # Mistakes around assess (issue 53): a report folder under a file was "a bug in cutover" after the whole run,
+    # in every command with --report; Prometheus without a scheme was "unknown url type" in a row.
+    **{f"{command[0]}-report-under-a-file": ({"p.yaml": PLAN.encode(), "f": b"x"},
+                                             [*command, "--plan", "{tmp}/p.yaml", "--report", "{tmp}/f/out"],
+                                             ExitCode.USAGE, ["'{tmp}/f/out': {tmp}/f is a file, not a folder",
+                                                              "fix: give a folder (it is created if missing)"])
+       for command in (["assess"], ["verify"], ["drill", "run", "full-migration"])},
+    "prometheus-without-a-scheme": ({"p.yaml": (PLAN + "observability: {prometheus: '127.0.0.1:9090'}\n").encode()},
+                                    OFFLINE, ExitCode.USAGE,
+                                    ["observability.prometheus: '127.0.0.1:9090' is not an http:// or https:// URL "
+                                     "(fix: http://127.0.0.1:9090)"]),
     "plan-with-a-bare-variable": ({"p.yaml": (PLAN + "catalog: {type: rest, uri: $CATALOG_URI}\n").encode()},
                                   OFFLINE, ExitCode.USAGE,
                                   ["'$CATALOG_URI' is a variable reference without braces",
