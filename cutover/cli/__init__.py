@@ -166,13 +166,25 @@ def main(argv: list[str] | None = None) -> None:
             interrupt.disarm()
             interrupt.exit_now(ExitCode.INTERRUPTED)
         code = ExitCode.INTERRUPTED
-    except Exception as exc:  # an unexpected failure: a bug, reported as one
+    except Exception as exc:  # an unexpected failure: a bug, reported as one (a cluster's answer: as that)
         if debug:
             traceback.print_exc()
-        click.echo(secrets.scrub(f"error: unexpected {type(exc).__name__}: {exc}\n"
-                                 "  (a bug in cutover; rerun with --debug for the traceback and report it)"), err=True)
+        click.echo(secrets.scrub(_unexpected(exc)), err=True)
         code = ExitCode.ERROR
     finally:
         interrupt.disarm()
     sys.exit(int(code or 0) if isinstance(code, int) else 0)
+
+
+def _unexpected(exc: Exception) -> str:
+    """What an exception no command named says. A confluent-kafka client error is a cluster's answer (or its
+    silence), whose cause is the cluster's, not cutover's: said as such, with where to look. Anything else is a bug."""
+    from confluent_kafka import KafkaException
+
+    if isinstance(exc, KafkaException):
+        return (f"error: a Kafka cluster answered: {exc}\n  fix: check the plan's clusters (cutover plan check names "
+                "each one and what it answers); rerun with --debug for the step that asked, and report it if the "
+                "clusters are well")
+    return (f"error: unexpected {type(exc).__name__}: {exc}\n"
+            "  (a bug in cutover; rerun with --debug for the traceback and report it)")
 

@@ -144,7 +144,10 @@ class Copier:
                 self.dirty.add(tp)  # a new partition's starting point is progress too
         # Metadata first: librdkafka fetches a newly assigned topic it has no metadata for only after its
         # next scan for unknown topics (up to 1 s; about 0.3 to 0.5 s measured here).
-        self.consumer.list_topics(timeout=self.timeout)
+        try:
+            self.consumer.list_topics(timeout=self.timeout)
+        except KafkaException as exc:  # the source went away between two reads: named, as every read is
+            raise self.rt.source.failure(exc, "reading the new partitions' metadata", self.consumer) from None
         self.consumer.incremental_assign([TopicPartition(t, p, pm.next_src) for (t, p), pm in maps.items()])
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef, admin
@@ -211,7 +212,7 @@ def _delete_topic(ref: ClusterRef, topic: str, timeout: float) -> None:
         if exc.args[0].name() != "UNKNOWN_TOPIC_OR_PART":
             raise ref.failure(exc, f"deleting topic {topic}", client) from None
     deadline = time.monotonic() + timeout  # deletion is asynchronous on the brokers: wait until it is gone
-    while topic in client.list_topics(timeout=timeout).topics:
+    while topic in _listed(ref, client, timeout):
         if time.monotonic() > deadline:
             raise CutoverError(f"topic {topic} on {ref.describe()} is still listed {timeout:.0f}s after its "
                                "deletion was accepted", fix="run the command again to continue")
@@ -229,3 +230,12 @@ def _delete_group(ref: ClusterRef, group: str, timeout: float) -> None:
                                fix="stop its consumers (or leave the group), then run the command again") from None
         if name not in ("GROUP_ID_NOT_FOUND", "GROUP_NOT_FOUND"):
             raise ref.failure(exc, f"deleting consumer group {group}", client) from None
+
+
+def _listed(ref: ClusterRef, client: AdminClient, timeout: float) -> dict[str, object]:
+    """The cluster's topics, a failure to list them named (the cluster went away while a topic was deleted)."""
+    try:
+        return dict(client.list_topics(timeout=timeout).topics)
+    except KafkaException as exc:
+        raise ref.failure(exc, "listing topics after a deletion", client) from None
+

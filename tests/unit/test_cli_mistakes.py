@@ -63,3 +63,38 @@ def test_plan_check_names_a_spark_reader_without_kafka_positions_as_a_finding(
     assert done.value.code == ExitCode.REFUSED, err
     assert f"reader q: batch 0 of {tmp_path / 'cp'} holds no Kafka source position" in out
 
+
+
+def test_a_kafka_client_error_no_command_named_is_a_clusters_answer_not_a_bug(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI's boundary: a confluent-kafka error that escaped every command's own naming (the classes this round
+    fixed: assess's metadata, the copier's new partitions, a deletion's wait) is the cluster's answer, said as such
+    with exit 1; only anything else is called a bug in cutover."""
+    import click
+    from confluent_kafka import KafkaError, KafkaException
+
+    from cutover.cli import cli
+
+    @click.command("raises-kafka")
+    def raises() -> None:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+
+    @click.command("raises-other")
+    def other() -> None:
+        raise ZeroDivisionError("division by zero")
+
+    cli.add_command(raises)
+    cli.add_command(other)
+    try:
+        with pytest.raises(SystemExit) as done:
+            main(["raises-kafka"])
+        err = capsys.readouterr().err
+        assert done.value.code == ExitCode.ERROR
+        assert "error: a Kafka cluster answered: " in err and "Broker transport failure" in err
+        assert "fix: check the plan's clusters" in err and "a bug in cutover" not in err
+        with pytest.raises(SystemExit) as done:
+            main(["raises-other"])
+        assert done.value.code == ExitCode.ERROR and "a bug in cutover" in capsys.readouterr().err
+    finally:
+        cli.commands.pop("raises-kafka")
+        cli.commands.pop("raises-other")
