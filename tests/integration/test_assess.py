@@ -223,17 +223,17 @@ def test_records_are_counted_not_offsets_and_a_burst_does_not_make_a_rate(
     assert run.code == 0, run.err
 
 
-@pytest.mark.parametrize("catalog", ["none", "sqlite-file-missing", "rest-hung"])
+@pytest.mark.parametrize("catalog", ["sqlite-file-missing", "rest-hung"])
 def test_a_catalog_that_cannot_be_used_is_a_storage_blocker_and_its_tables_are_not_asked(
         sandbox: Sandbox, ns: str, tmp_path: Path, catalog: str, hung_host: tuple[int, list[Any]]) -> None:
-    """Table pairs and no catalog (was 'unexpected AssertionError (a bug in cutover)'); a SQLite catalog whose
+    """(Table pairs and no catalog, once 'unexpected AssertionError', are now refused as the plan is read.) A SQLite
+    catalog whose
     file does not exist (was: assess created an empty catalog file and called the storage ready); a REST catalog
     that never answers (was: no end, each table asked without a deadline). Each is named in the storage row,
     the tables are unknown with the same reason, nothing is created, and the run ends within about one timeout."""
     warehouse = tmp_path / "warehouse"
     warehouse.mkdir()
     catalogs: dict[str, Any] = {
-        "none": None,
         "sqlite-file-missing": {"name": "c", "type": "sql", "uri": f"sqlite:///{tmp_path}/absent.db",
                                 "warehouse": f"file://{warehouse}"},
         "rest-hung": {"name": "c", "type": "rest", "uri": f"http://127.0.0.1:{hung_host[0]}",
@@ -247,15 +247,13 @@ def test_a_catalog_that_cannot_be_used_is_a_storage_blocker_and_its_tables_are_n
                   "-o", "json", timeout=3 * timeout)
     assert run.code == 3 and "a bug in cutover" not in run.err and "Traceback" not in run.err, run.err
     rows = _rows(run.json())
-    why = {"none": "the plan pairs 1 table(s) but names no catalog",
-           "sqlite-file-missing": f"the SQLite file {tmp_path}/absent.db does not exist (assess does not create it)",
+    why = {"sqlite-file-missing": f"the SQLite file {tmp_path}/absent.db does not exist (assess does not create it)",
            "rest-hung": f"catalog c at http://127.0.0.1:{hung_host[0]} did not answer within {timeout}s"}[catalog]
     storage = rows[("question", "storage")]
     assert storage["verdict"] == "blocker" and why in storage["reason"], storage
     commits = rows[("readiness", "table-commits")]
     assert commits["verdict"] == "unknown" and len(commits["findings"]) == 2, commits
-    if catalog != "none":
-        assert all(why in f["reason"] for f in commits["findings"]), commits
+    assert all(why in f["reason"] for f in commits["findings"]), commits
     assert not (tmp_path / "absent.db").exists()
 
 
