@@ -87,8 +87,8 @@ def test_wrong_password_is_named_and_never_printed(secure: Sandbox, tmp_path: Pa
     run = cutover("plan", "check", "--plan", str(reader_plan(secure, tmp_path, "WRONG_PW")), "--timeout", "5",
                   env={"WRONG_PW": wrong}, timeout=60)
     assert run.code == 1
-    assert "the old cluster" in run.out and "refused listing topics" in run.out
-    assert "SASL authentication error" in run.out
+    assert "the old cluster" in run.out and "refused the credentials of user reader (SCRAM-SHA-256) while listing " \
+        "topics: SASL authentication error" in run.out, run.out
     assert wrong not in run.out + run.err
     debug = cutover("--debug", "plan", "check", "--plan", str(reader_plan(secure, tmp_path, "WRONG_PW")),
                     "--timeout", "5", env={"WRONG_PW": wrong}, timeout=60)
