@@ -17,7 +17,7 @@ from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 
 from cutover.common import TP
 from cutover.errors import CutoverError
-from cutover.kafka.clients import ClusterRef, admin
+from cutover.kafka.clients import ClusterRef, admin, metadata
 from cutover.kafka.offsets import committed_records, log_offsets, retrying
 from cutover.plan import ClusterSide, Plan
 
@@ -93,7 +93,7 @@ def topics(plan: Plan, side: ClusterSide, names: list[str], timeout: float, samp
     """Each topic's settings, offsets, retained span, record size, and its produce rate over `sample` seconds."""
     ref = ClusterRef.of(plan, side)
     client = admin(ref, warm_for=timeout)
-    meta = client.list_topics(timeout=timeout)
+    meta = metadata(ref, client, timeout, "listing topics")
     counts = {t: len(meta.topics[t].partitions) for t in names if t in meta.topics}
     tps = [(t, p) for t, n in counts.items() for p in range(n)]
     resources = [ConfigResource(ResourceType.TOPIC, t) for t in counts]
@@ -209,7 +209,7 @@ def read_throughput(plan: Plan, side: ClusterSide, names: list[str], seconds: fl
                                       "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                                       "enable.partition.eof": False}))
     try:
-        meta = consumer.list_topics(timeout=timeout)
+        meta = metadata(ref, admin(ref), timeout, "listing topics")  # refused credentials named at once
         consumer.assign([TopicPartition(t, p, -2) for t in names if t in meta.topics
                          for p in meta.topics[t].partitions])
         total, began, first = 0, time.monotonic(), None
