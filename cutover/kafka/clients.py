@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -267,5 +268,15 @@ def _bad_property(ref: ClusterRef, exc: KafkaException) -> UsageError:
     from cutover.kafka import tls
 
     tls.check_files(ref.name, ref.properties)  # a TLS file that cannot be used, named with its path
-    return UsageError(f"clusters.{ref.name}: the client properties are not accepted: {exc.args[0]}",
-                      fix="fix or remove the property in the plan (see librdkafka's CONFIGURATION.md)")
+    said = refusal(exc)
+    fix = f"add sasl.username and sasl.password to clusters.{ref.name} (the password as ${{VARIABLE}})" \
+        if said.startswith("sasl.username and sasl.password must be set") else \
+        "fix or remove the property in the plan (see librdkafka's CONFIGURATION.md)"
+    return UsageError(f"clusters.{ref.name}: the client properties are not accepted: {said}", fix=fix)
+
+
+def refusal(exc: KafkaException) -> str:
+    """What librdkafka said when it refused to make a client, without the error's repr around it."""
+    err = exc.args[0] if exc.args else None
+    text = err.str() if isinstance(err, KafkaError) else str(err if err is not None else exc)
+    return re.sub(r"^Failed to create \w+( client)?: ", "", text)

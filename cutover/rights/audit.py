@@ -22,7 +22,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from cutover.errors import AccessDenied, CutoverError
-from cutover.kafka.clients import ClusterRef, metadata
+from cutover.kafka.clients import ClusterRef, metadata, refusal
 from cutover.rights.authorizer import WILDCARD, WILDCARD_PRINCIPAL, Acl
 from cutover.rights.diff import Selected, in_scope
 from cutover.rights.inventory import Inventory
@@ -115,6 +115,20 @@ def prove(target_props: Mapping[str, str], credentials: Mapping[str, Mapping[str
         return [f for f in found if f is not None]
 
 
+def _refused_properties(principal: str, props: Mapping[str, str], text: str) -> Finding:
+    """A principal's credentials librdkafka refuses to make a client of: most often ones for another kind of
+    listener (a certificate where the new cluster authenticates with SASL)."""
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    if text.startswith("sasl.username and sasl.password must be set"):
+        return Finding("credentials", principal, principal, target_rule=scrub(
+            f"its client properties in rights.credentials do not suit the new cluster's listener ({protocol}): {text}"),
+            fix=f"give sasl.username and sasl.password for {principal} in rights.credentials (the password as "
+                "${VARIABLE})")
+    return Finding("credentials", principal, principal, target_rule=scrub(
+        f"its client properties in rights.credentials are not accepted: {text}"),
+        fix="correct them: the files must exist, and a key must match its certificate")
+
+
 def _prove_one(target_props: Mapping[str, str], principal: str, creds: Mapping[str, str],
                timeout: float) -> Finding | None:
     """One principal's handshake, by a client that logs through cutover (never librdkafka's own stderr lines)."""
@@ -124,10 +138,7 @@ def _prove_one(target_props: Mapping[str, str], principal: str, creds: Mapping[s
     try:  # a key that does not match its certificate fails here, when the client is made
         client = AdminClient(ref.config())
     except KafkaException as exc:
-        err = exc.args[0]
-        return Finding("credentials", principal, principal, target_rule=scrub(
-            "its client properties in rights.credentials are not accepted: "
-            f"{err.str() if hasattr(err, 'str') else err}"), fix="correct them (a key must match its certificate)")
+        return _refused_properties(principal, props, refusal(exc))
     try:
         metadata(ref, client, timeout, "listing topics")
     except AccessDenied as exc:  # before `rights apply`, the user is not on the new cluster yet

@@ -209,6 +209,29 @@ def test_rights_audit_names_each_refused_principal_side_by_side(secure: Sandbox,
     assert not RAW_CLIENT_LOG.search(text.err)
     assert not any(p in run.out + run.err + text.out + text.err for p in ["app-pw-never-shown",
                                                                          *secret_values(secure.dir)])
+    back = cutover("rights", "audit", "--plan", str(plan.file), "--reverse", "-o", "json", timeout=100)
+    assert back.code == 0 and back.json()["credentials"] == [], back.out
+    assert any(n.startswith("rights.credentials are proved on the new cluster only") for n in back.json()["notes"])
+
+
+def test_rights_audit_names_credentials_that_do_not_suit_the_listener(secure: Sandbox, tmp_path: Path,
+                                                                      ns: str) -> None:
+    """A principal given a client certificate where the new cluster authenticates with SCRAM, and one given a
+    mechanism its listener does not offer: each a finding that says so, with its own fix."""
+    plan = derive(secure.plan_file, tmp_path / "audit.yaml", merge=True, topics={"include": [f"{ns}\\..*"]},
+                  groups={"include": [f"{ns}\\..*"]}, rights={"credentials": {
+                      "User:certified": {"ssl.certificate.location": str(tmp_path / "app.pem"),
+                                         "ssl.key.location": str(tmp_path / "app.key")},
+                      "User:reader": {"sasl.username": "reader", "sasl.password": "any", "sasl.mechanism":
+                                      "SCRAM-SHA-512"}}})
+    run = cutover("rights", "audit", "--plan", str(plan.file), "-o", "json", timeout=100)
+    assert run.code == 4, (run.out, run.err)
+    found = {f["principal"]: f for f in run.json()["credentials"]}
+    assert found["User:certified"]["target"] == "its client properties in rights.credentials do not suit the new " \
+        "cluster's listener (SASL_PLAINTEXT): sasl.username and sasl.password must be set", found
+    assert found["User:certified"]["fix"].startswith("give sasl.username and sasl.password for User:certified")
+    assert "does not offer SASL mechanism SCRAM-SHA-512 (it offers: SCRAM-SHA-256)" in found["User:reader"]["target"]
+    assert found["User:reader"]["fix"].startswith("set sasl.mechanism to SCRAM-SHA-256")
 
 
 @pytest.mark.parametrize(("side", "args", "code"), [
