@@ -131,7 +131,9 @@ def audit_cmd(plan_file: str, reverse: bool, fmt: Format, timeout: float) -> int
     result = run.audit(load_plan(plan_file), "reverse" if reverse else "forward", timeout)
     emit(result, fmt, _render_audit)
     if result.blocking:
+        refused = any(f.kind == "credentials" for f in result.blocking)
         raise DifferencesFound(f"rights audit found {len(result.blocking)} blocking finding(s)",
                                fix="run cutover rights apply --execute for what is missing; remove or allow "
-                                   "(rights.allow_extra) what is extra")
+                                   "(rights.allow_extra) what is extra" + (
+                                       "; for CREDENTIALS, do what each finding's fix says" if refused else ""))
     return 0

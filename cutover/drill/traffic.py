@@ -30,6 +30,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from cutover.drill import codec
 from cutover.drill.codec import Codec
 from cutover.errors import CutoverError
+from cutover.kafka.clients import ClusterRef
 from cutover.kafka.offsets import again_while_transient
 from cutover.plan import Plan
 from cutover.switch import routing
@@ -132,10 +133,10 @@ class Traffic(_Worker):
         rnd, seq, batch = random.Random(7), self.first_seq, 0
         while not self._stop.is_set():
             side = routing.active(self.plan)
-            props = self.plan.cluster(side)
+            ref = ClusterRef.of(self.plan, side)  # its clients log through cutover, not on stderr
             encoding = codec.for_cluster(self.plan, side)
-            plain = Producer({**props, "enable.idempotence": True, "acks": "all", "linger.ms": 5})
-            txn = Producer({**props, "transactional.id": f"cutover-drill-{self.plan.name}-{side}"}) \
+            plain = Producer(ref.config(**{"enable.idempotence": True, "acks": "all", "linger.ms": 5}))
+            txn = Producer(ref.config(**{"transactional.id": f"cutover-drill-{self.plan.name}-{side}"})) \
                 if self.transactions else None
             if txn:
                 _persist(txn.init_transactions, 30)
@@ -236,9 +237,9 @@ class GroupConsumer(_Worker):
             # A topic created a moment before subscribing can be missing from the metadata the
             # consumer first gets; it joins the subscription at the next metadata refresh, which
             # is 5 minutes by default. The sample group looks again every 10 seconds.
-            consumer = Consumer({**self.plan.cluster(side), "group.id": self.group, "enable.auto.commit": False,
-                                 "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                                 "topic.metadata.refresh.interval.ms": 10_000})
+            consumer = Consumer(ClusterRef.of(self.plan, side).config(**{
+                "group.id": self.group, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed", "topic.metadata.refresh.interval.ms": 10_000}))
             consumer.subscribe(self.topics)
             self._now(f"consuming on the {side} cluster")
             try:

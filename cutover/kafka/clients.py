@@ -7,7 +7,9 @@ authentication failed" instead of "timed out"), and is used with bounded timeout
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,10 +36,19 @@ _RECENT = 2 * NETWORK_TIMEOUT
 REFUSED_GRACE = 3.0
 #: The bootstrap lists this process has had an answer from.
 _REACHED: set[str] = set()
+#: The first and the longest slice of a wait on a cluster: librdkafka's error callback and FAIL lines, which say
+#: why a cluster cannot be used (refused credentials: about 300 ms), are read between slices. Slices double
+#: from the first to the longest, so an answer slower than one slice (the metadata of a very large cluster) is
+#: still waited for.
+_FIRST_SLICE, _LONGEST_SLICE = 0.25, 2.0
+#: Seconds without an answer or a cause after which `metadata` asks the listener itself what it is (a silent
+#: HTTP server, a controller), and the longest each of its two requests waits.
+PROBE_AFTER, PROBE_WAIT = 0.5, 0.5
 
+#: Errors that say the cluster refused the client's credentials (not an operation).
+_CREDENTIAL_CODES = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}
 _AUTH_CODES = {
-    KafkaError._AUTHENTICATION,
-    KafkaError.SASL_AUTHENTICATION_FAILED,
+    *_CREDENTIAL_CODES,
     KafkaError.TOPIC_AUTHORIZATION_FAILED,
     KafkaError.GROUP_AUTHORIZATION_FAILED,
     KafkaError.CLUSTER_AUTHORIZATION_FAILED,
@@ -92,22 +103,24 @@ class ClusterRef:
         from cutover.kafka import diagnose, tls
 
         kerr = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-        if isinstance(kerr, KafkaError) and kerr.code() in _AUTH_CODES - {KafkaError._AUTHENTICATION}:
+        if isinstance(kerr, KafkaError) and kerr.code() in _AUTH_CODES - _CREDENTIAL_CODES:
             return AccessDenied(f"{self.describe()} refused {doing}: {kerr.str()}",  # the operation's own answer
                                 fix="grant it to this principal (README: 'Using cutover on your clusters', Rights)")
         candidates = [kerr] if isinstance(kerr, KafkaError) else []
         candidates += reversed(self.errors)
-        recent = time.monotonic() - _RECENT  # a line from an earlier hiccup of a long run says nothing now
-        found = diagnose.explain([*(e.str() for e in candidates), *(t for at, t in reversed(self.failures)
-                                                                    if at >= recent)], self.properties)
+        found = diagnose.explain([*(e.str() for e in candidates), *self.recent_failures()], self.properties)
         if found is not None and found.kind in diagnose.BEFORE_TLS:  # SASL set up wrong, DNS: said exactly
             return UnreachableError(f"could not reach {self.describe()} while {doing}: {found.what}", fix=found.fix)
+        refused = next((e for e in candidates if e.code() in _CREDENTIAL_CODES), None)
+        if refused is not None or (found is not None and found.kind == "denied"):
+            cause = diagnose.bare(refused.str()) if refused is not None else ""
+            return AccessDenied(f"{self.describe()} refused the credentials of {diagnose.who(self.properties)} "
+                                f"while {doing}{': ' + cause if cause else ''}",
+                                fix=diagnose.denied_fix(self.properties))
         auth = next((e for e in candidates if e.code() in _AUTH_CODES), None)
-        if auth is not None or (found is not None and found.kind == "denied"):
-            cause = auth.str() if auth is not None else found.what if found is not None else ""
-            fix = found.fix if found is not None and found.kind == "denied" else \
-                "check the credentials and ACLs of this principal in the plan"
-            return AccessDenied(f"{self.describe()} refused {doing}: {cause}", fix=fix)
+        if auth is not None:
+            return AccessDenied(f"{self.describe()} refused {doing}: {auth.str()}",
+                                fix="check the credentials and ACLs of this principal in the plan")
         handshake = tls.diagnose(self.properties, timeout=probe)
         if handshake is not None:
             what, fix = handshake
@@ -121,6 +134,23 @@ class ClusterRef:
         )
 
 
+    def recent_failures(self) -> list[str]:
+        """librdkafka's FAIL lines (and the listener probe's) of the last moments, newest first: a line from an
+        earlier hiccup of a long run says nothing now."""
+        recent = time.monotonic() - _RECENT
+        return [t for at, t in reversed(self.failures) if at >= recent]
+
+    def lines(self, exc: BaseException | None = None) -> list[str]:
+        """What the cluster's clients have said so far (and `exc`, a failed call's own error), for `diagnose`."""
+        own = [exc.args[0].str()] if isinstance(exc, KafkaException) and exc.args and \
+            isinstance(exc.args[0], KafkaError) else []
+        return [*own, *(e.str() for e in self.errors), *self.recent_failures()]
+
+    def heard(self, line: str) -> None:
+        """Keep a line that says why a connection failed (a FAIL line, or what the listener probe found)."""
+        self.failures = [*self.failures, (time.monotonic(), line)][-10:]
+
+
 class _ClientLog:
     """The `logger` of a cluster's clients: keeps its FAIL lines for `failure`, passes every line on to
     `client_log` (shown with --debug only)."""
@@ -131,7 +161,7 @@ class _ClientLog:
     def log(self, level: int, msg: str, *args: Any) -> None:
         text = msg % args if args else msg
         if text.startswith("FAIL "):
-            self.ref.failures = [*self.ref.failures, (time.monotonic(), text)][-10:]
+            self.ref.heard(text)
         client_log.log(level, "%s", text)
 
 
@@ -155,38 +185,98 @@ def admin(ref: ClusterRef, warm_for: float | None = None) -> AdminClient:
 
 
 def metadata(ref: ClusterRef, client: AdminClient, timeout: float, doing: str, topic: str | None = None) -> Any:
-    """The cluster's metadata, asked in slices of a second so that a failure librdkafka already knows
-    cannot be waited out (a TLS client at a plaintext listener, SASL at a plaintext one, a wrong
-    mechanism or password, a name that does not resolve, a port that is not Kafka): it is named at
-    once, not after `timeout`. Anything else (refused, no answer) is asked again until `timeout`."""
+    """The cluster's metadata, asked in growing slices so that a failure librdkafka already knows cannot be
+    waited out (refused credentials, a TLS client at a plaintext listener, SASL at a plaintext one, a wrong
+    mechanism, a name that does not resolve, a port that is not Kafka, a controller's listener): it is named
+    at once, not after `timeout`. A listener that stays silent is asked once what it is (`listener.identify`:
+    an HTTP server says so at once). Anything else (refused, no answer) is asked again until `timeout`."""
     from cutover.kafka import diagnose
 
     started = time.monotonic()
     deadline = started + timeout
     bootstrap = ref.properties.get("bootstrap.servers", "")
+    probed = False
+    wait = _FIRST_SLICE
     while True:
-        left = deadline - time.monotonic()
+        ask = max(0.05, min(wait, deadline - time.monotonic()))
+        wait = min(2 * wait, _LONGEST_SLICE)
         try:
-            found = client.list_topics(topic, timeout=max(0.1, min(1.0, left))) if topic is not None else \
-                client.list_topics(timeout=max(0.1, min(1.0, left)))
+            found = client.list_topics(topic, timeout=ask) if topic is not None else client.list_topics(timeout=ask)
             _REACHED.add(bootstrap)
             return found
         except KafkaException as exc:
             client.poll(0)  # serve the error callbacks that say why
-            recent = time.monotonic() - _RECENT
-            lines = [*(e.str() for e in ref.errors), *(t for at, t in ref.failures if at >= recent)]
+            lines = ref.lines(exc)
+            if not probed and _worth_probing(lines, ref, time.monotonic() - started):
+                probed = True
+                _probe(ref, deadline)
+                lines = ref.lines(exc)
             if time.monotonic() >= deadline or diagnose.decisive(lines, ref.properties) or (
                     bootstrap not in _REACHED and time.monotonic() - started >= REFUSED_GRACE
-                    and diagnose.all_refused(lines, ref.properties)):
+                    and diagnose.all_refused(ref.lines(), ref.properties)):  # the call's own "transport failure" aside
                 # The handshake probe within what is left of the wait (at least half a second, enough for a
                 # listener's answer to a TLS hello): `--timeout 2` is not 2 s plus another 2 s of probing.
                 probe = min(2.0, max(0.5, deadline - time.monotonic()))
                 raise ref.failure(exc, doing, client, probe=probe) from None
 
 
+def result(ref: ClusterRef, client: Any, future: concurrent.futures.Future[Any], timeout: float, doing: str) -> Any:
+    """`future.result(timeout)` for a future of `client`'s, waited for in growing slices that serve the client's
+    callbacks between them: when librdkafka already knows the cluster cannot be used as configured (refused
+    credentials, see `metadata`), the wait ends at once with that named (the `ref.failure` of `doing`), where
+    the future itself would only fail when its request times out. Otherwise as `future.result`: its own
+    exception, or concurrent.futures.TimeoutError after `timeout`."""
+    from cutover.kafka import diagnose
+
+    deadline = time.monotonic() + timeout
+    wait = _FIRST_SLICE
+    while True:
+        try:
+            return future.result(timeout=max(0.0, min(wait, deadline - time.monotonic())))
+        except concurrent.futures.TimeoutError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            client.poll(0)
+            if not future.done() and diagnose.decisive(ref.lines(), ref.properties):
+                raise ref.failure(exc, doing, client) from None
+        wait = min(2 * wait, _LONGEST_SLICE)
+
+
+def _worth_probing(lines: list[str], ref: ClusterRef, waited: float) -> bool:
+    """Whether to ask the listener of a cluster never reached what it is: it says it is no broker's (a
+    controller's answer), or it has been silent for PROBE_AFTER seconds with no line saying why."""
+    from cutover.kafka import diagnose
+
+    if reached(ref):  # it answered as a Kafka cluster before: a silence now is a broker's, not another server's
+        return False
+    found = diagnose.explain(lines, ref.properties)
+    if found is not None and found.kind == "controller":
+        return True
+    return waited >= PROBE_AFTER and (found is None or found.kind == "silent")
+
+
+def _probe(ref: ClusterRef, deadline: float) -> None:
+    """Ask the first bootstrap server what it is; keep what it says among the cluster's failure lines."""
+    from cutover.kafka import listener
+
+    line = listener.identify(ref.properties, timeout=min(PROBE_WAIT, max(0.1, deadline - time.monotonic())))
+    if line is not None:
+        ref.heard(line)
+
+
 def _bad_property(ref: ClusterRef, exc: KafkaException) -> UsageError:
     from cutover.kafka import tls
 
     tls.check_files(ref.name, ref.properties)  # a TLS file that cannot be used, named with its path
-    return UsageError(f"clusters.{ref.name}: the client properties are not accepted: {exc.args[0]}",
-                      fix="fix or remove the property in the plan (see librdkafka's CONFIGURATION.md)")
+    said = refusal(exc)
+    fix = f"add sasl.username and sasl.password to clusters.{ref.name} (the password as ${{VARIABLE}})" \
+        if said.startswith("sasl.username and sasl.password must be set") else \
+        "fix or remove the property in the plan (see librdkafka's CONFIGURATION.md)"
+    return UsageError(f"clusters.{ref.name}: the client properties are not accepted: {said}", fix=fix)
+
+
+def refusal(exc: KafkaException) -> str:
+    """What librdkafka said when it refused to make a client, without the error's repr around it."""
+    err = exc.args[0] if exc.args else None
+    text = err.str() if isinstance(err, KafkaError) else str(err if err is not None else exc)
+    return re.sub(r"^Failed to create \w+( client)?: ", "", text)

@@ -4,8 +4,9 @@ librdkafka ends most failed connections with "Broker transport failure" or "1/1 
 are down"; the cause is only in its error callbacks and its FAIL log lines. `explain`
 reads those lines and names what happened: nothing listens there, the host name does not
 resolve, the port is not a Kafka listener, the listener wants another security protocol,
-the broker offers other SASL mechanisms, or it refused the credentials. TLS handshakes are
-diagnosed apart, by making one (`cutover.kafka.tls`). Pure text in, text out: no secret is
+the broker offers other SASL mechanisms, or it refused the credentials; and what a probe of the
+listener's found (`cutover.kafka.listener`: a controller's listener, an HTTP server). TLS
+handshakes are diagnosed apart, by making one (`cutover.kafka.tls`). Pure text in, text out: no secret is
 ever in these lines (librdkafka does not log passwords), and none is added.
 """
 
@@ -16,14 +17,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["sasl-mechanism", "not-sasl", "denied", "dns", "not-kafka", "silent", "closed", "refused",
-               "connect-timeout"]
+from cutover.kafka import listener
+
+Kind = Literal["sasl-mechanism", "not-sasl", "denied", "dns", "controller", "not-kafka", "silent", "closed",
+               "refused", "connect-timeout"]
 
 #: Kinds that name the cause better than a TLS handshake or an authentication error code could.
-BEFORE_TLS: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "dns"})
+BEFORE_TLS: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "dns", "controller"})
 #: Kinds no wait can change: the client is set up wrong for this listener (or the name is wrong).
 #: Refused and silent connections are not among them: a broker that restarts refuses for a while.
-DECISIVE: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "denied", "dns", "not-kafka"})
+DECISIVE: frozenset[Kind] = frozenset({"sasl-mechanism", "not-sasl", "denied", "dns", "controller", "not-kafka"})
 
 
 #: What a TLS handshake failure says when the setup is wrong, not when a broker went away mid-handshake.
@@ -39,6 +42,7 @@ def decisive(lines: Iterable[str], props: Mapping[str, str]) -> bool:
         return True
     found = explain(texts, props)
     return found is not None and found.kind in DECISIVE
+
 
 def all_refused(lines: Iterable[str], props: Mapping[str, str]) -> bool:
     """Whether every recent line is a refused connection (nothing else, such as an answer, was heard)."""
@@ -102,11 +106,32 @@ def _not_sasl(text: str, props: Mapping[str, str]) -> Diagnosis | None:
 def _denied(text: str, props: Mapping[str, str]) -> Diagnosis | None:
     if not re.search(r"Authentication failed|SASL authentication error|invalid credentials", text):
         return None
-    user = props.get("sasl.username", "?")
+    return Diagnosis("denied", f"the broker refused the credentials of {who(props)}", denied_fix(props))
+
+
+def who(props: Mapping[str, str]) -> str:
+    """Whose credentials a client presents, in words: `user NAME (MECHANISM)`, or its certificate."""
+    if props.get("sasl.username"):
+        return f"user {props['sasl.username']} ({props.get('sasl.mechanism', 'GSSAPI')})"
+    if props.get("ssl.certificate.location"):
+        return f"the client certificate {props['ssl.certificate.location']}"
+    mechanism = props.get("sasl.mechanism")
+    return f"its {mechanism} principal" if mechanism else "its principal"
+
+
+def denied_fix(props: Mapping[str, str]) -> str:
+    """What to check when a cluster refused a client's credentials."""
     mech = props.get("sasl.mechanism", "GSSAPI")
-    return Diagnosis("denied", f"the broker refused the credentials of user {user} ({mech})",
-                     f"check sasl.username and sasl.password (or the variable or env_file it comes from), and that "
-                     f"the user exists on the brokers for {mech}")
+    if not props.get("sasl.username"):
+        return f"check the {mech} settings of this cluster in the plan, and that the principal exists on the brokers"
+    return (f"check sasl.username and sasl.password (or the variable or env_file it comes from), and that the user "
+            f"exists on the brokers for {mech}")
+
+
+def bare(text: str) -> str:
+    """librdkafka's error text without the broker address it starts with and the timing it ends with."""
+    text = re.sub(r"^(?:[a-z_]+://)?\[?[\w.:-]+?\]?:\d+/(?:bootstrap|\d+): ", "", text)
+    return re.sub(r"\s*\(after \d+ms in state \w+\)$", "", text)
 
 
 def _dns(text: str, props: Mapping[str, str]) -> Diagnosis | None:
@@ -123,11 +148,50 @@ def _not_kafka(text: str, props: Mapping[str, str]) -> Diagnosis | None:
         return None
     first = int(m.group(1)).to_bytes(4, "big", signed=False) if int(m.group(1)) < 1 << 32 else b""
     shown = first.decode("ascii") if first and all(32 <= b < 127 for b in first) else first.hex()
+    if shown == "HTTP":
+        return _http_server(_address(text, props), "it answered Kafka's first request with HTTP")
     return Diagnosis("not-kafka",
                      f"{_address(text, props)} is not a Kafka listener: it answered Kafka's first request with "
                      f"bytes that are not Kafka ({shown!r}...)",
                      "check the port in bootstrap.servers: it must be a broker's listener (see the brokers' "
                      "advertised.listeners)")
+
+
+def _http_probe(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    m = re.match(rf"{listener.PREFIX} http (\S+): (.*)", text)
+    if m is None:
+        return None
+    return _http_server(m.group(1), f"it answered HTTP ({m.group(2)}) to a request of cutover's, and nothing to "
+                                    "Kafka's first request")
+
+
+def _http_server(address: str, evidence: str) -> Diagnosis:
+    return Diagnosis("not-kafka", f"{address} is an HTTP server, not a Kafka listener: {evidence}",
+                     "check the port in bootstrap.servers: it must be a broker's listener (see the brokers' "
+                     "advertised.listeners), not a REST, registry or web server's")
+
+
+_CONTROLLER_FIX = ("point bootstrap.servers at the brokers' listener (the brokers' advertised.listeners), not at a "
+                   "KRaft controller's (controller.listener.names): a client cannot use a controller's listener")
+
+
+def _controller_probe(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    m = re.match(rf"{listener.PREFIX} controller (\S+)", text)
+    if m is None:
+        return None
+    return Diagnosis("controller",
+                     f"{m.group(1)} is a KRaft controller listener, not a broker's: it lists the controllers' "
+                     "APIs and not Metadata (librdkafka: Required feature not supported by broker)",
+                     _CONTROLLER_FIX)
+
+
+def _unsupported(text: str, props: Mapping[str, str]) -> Diagnosis | None:
+    if "Required feature not supported by broker" not in text:
+        return None
+    return Diagnosis("controller",
+                     f"{_address(text, props)} does not answer Kafka's Metadata request (Required feature not "
+                     "supported by broker): most likely a KRaft controller listener, not a broker's",
+                     _CONTROLLER_FIX)
 
 
 def _silent(text: str, props: Mapping[str, str]) -> Diagnosis | None:
@@ -175,4 +239,5 @@ def _connect_timeout(text: str, props: Mapping[str, str]) -> Diagnosis | None:
                      "groups, VPN)")
 
 
-_RULES = (_mechanism, _not_sasl, _denied, _dns, _not_kafka, _closed, _silent, _refused, _connect_timeout)
+_RULES = (_controller_probe, _http_probe, _mechanism, _not_sasl, _denied, _dns, _unsupported, _not_kafka, _closed,
+          _silent, _refused, _connect_timeout)

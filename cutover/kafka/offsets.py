@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from cutover.common import TP
 from cutover.errors import CutoverError
-from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, reached
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, reached, result
 
 T = TypeVar("T")
 
@@ -54,7 +54,7 @@ def wait_all(ref: ClusterRef, client: AdminClient, futures: dict, doing: str, ti
     out = {}
     for key, fut in futures.items():
         try:
-            out[key] = fut.result(timeout=timeout + 5)
+            out[key] = result(ref, client, fut, timeout + 5, doing)
         except KafkaException as exc:
             if not (isinstance(exc.args[0], KafkaError) and exc.args[0].code() in already_done):
                 raise ref.failure(exc, doing, client) from None
@@ -115,7 +115,7 @@ def retrying(ref: ClusterRef, client: AdminClient, call: Callable[[AdminClient, 
     while True:
         wait = max(1.0, min(per_attempt, deadline - time.monotonic()))
         try:
-            return {k: f.result(timeout=wait + 5) for k, f in call(client, wait).items()}
+            return {k: result(ref, client, f, wait + 5, doing) for k, f in call(client, wait).items()}
         except (KafkaException, concurrent.futures.TimeoutError) as exc:
             err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
             # A transport failure at a cluster this process has reached: a broker went down under the call (a CI
@@ -325,8 +325,8 @@ def commit_groups(ref: ClusterRef, offsets: Mapping[str, dict[TP, int]], timeout
         done = retrying(ref, client, send, f"committing the offsets of group(s) {', '.join(list(todo)[:5])}",
                         timeout)
         again: dict[str, dict[TP, int]] = {}
-        for g, result in done.items():
-            refused = {(tp.topic, tp.partition): tp.error for tp in result.topic_partitions or []
+        for g, answer in done.items():
+            refused = {(tp.topic, tp.partition): tp.error for tp in answer.topic_partitions or []
                        if tp.error is not None}
             if not refused:
                 continue

@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-import struct
 from collections.abc import Mapping
 from pathlib import Path
 
 from cutover.errors import UsageError
+from cutover.kafka import listener
 
 #: librdkafka settings that name PEM files, and what each must hold.
 FILES = {"ssl.ca.location": "CERTIFICATE", "ssl.certificate.location": "CERTIFICATE",
@@ -58,12 +58,12 @@ def diagnose(props: Mapping[str, str], timeout: float = 3.0) -> tuple[str, str] 
     """(what is wrong, the fix) for the first bootstrap server's TLS, or None if the
     handshake succeeds, the host cannot be reached at all, or the cluster is not on TLS."""
     bootstrap = props.get("bootstrap.servers", "").split(",")[0].strip()
-    host, _, port = bootstrap.rpartition(":")
-    if not host or not port.isdigit():
+    server = listener.first_server(props)
+    if server is None:
         return None
-    host = host.strip("[]")
+    host, port = server
     if not uses_tls(props):
-        return _tls_where_plaintext_expected(host, int(port), timeout)
+        return _tls_where_plaintext_expected(host, port, timeout)
     ca = props.get("ssl.ca.location")
     try:
         ctx = ssl.create_default_context(cafile=ca)
@@ -80,7 +80,7 @@ def diagnose(props: Mapping[str, str], timeout: float = 3.0) -> tuple[str, str] 
         return None  # the files themselves: check_files names them
     trusted_by = f"ssl.ca.location ({ca})" if ca else "the system's CA store (no ssl.ca.location)"
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout) as raw, \
+        with socket.create_connection((host, port), timeout=timeout) as raw, \
                 ctx.wrap_socket(raw, server_hostname=host) as conn:
             # TLS 1.3 sends a refused client certificate's alert after the handshake.
             conn.settimeout(0.5)
@@ -90,7 +90,7 @@ def diagnose(props: Mapping[str, str], timeout: float = 3.0) -> tuple[str, str] 
     except ssl.SSLCertVerificationError as exc:
         reason = exc.verify_message or str(exc)
         if "expired" in reason:
-            return (f"the broker's certificate has expired ({_not_after(host, int(port), timeout)})",
+            return (f"the broker's certificate has expired ({_not_after(host, port, timeout)})",
                     "renew the broker's certificate; a client cannot work around an expired one")
         if "not yet valid" in reason:
             return ("the broker's certificate is not valid yet", "check the clocks of this machine and the broker")
@@ -114,32 +114,13 @@ def diagnose(props: Mapping[str, str], timeout: float = 3.0) -> tuple[str, str] 
             return ("the broker refused the client certificate (signed by a CA it does not trust, expired, or "
                     "not for client authentication)",
                     "use a client certificate signed by the CA in the brokers' ssl.truststore")
-        if _speaks_plaintext_kafka(host, int(port), timeout):  # a Kafka plaintext listener just closes on a hello
+        if listener.api_keys(host, port, timeout) is not None:  # a Kafka plaintext listener closes on a hello
             return (f"{bootstrap} does not speak TLS: it answers Kafka in plaintext", "set security.protocol to "
                     "PLAINTEXT or SASL_PLAINTEXT, or use the brokers' TLS listener")
         return (f"the TLS handshake with {bootstrap} failed: {exc.reason or exc}",
                 "check the TLS settings of this cluster against its listener")
     except OSError:
         return None
-
-
-def _speaks_plaintext_kafka(host: str, port: int, timeout: float) -> bool:
-    """Whether the listener answers a plaintext Kafka ApiVersions request (v0) as Kafka does."""
-    client_id = b"cutover"
-    body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as conn:
-            conn.sendall(struct.pack(">i", len(body)) + body)
-            head = b""
-            while len(head) < 8:
-                chunk = conn.recv(8 - len(head))
-                if not chunk:
-                    return False
-                head += chunk
-    except OSError:
-        return False
-    size, correlation = struct.unpack(">ii", head)
-    return bool(correlation == 7 and 0 < size < 1 << 20)
 
 
 def _tls_where_plaintext_expected(host: str, port: int, timeout: float) -> tuple[str, str] | None:

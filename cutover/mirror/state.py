@@ -41,7 +41,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from cutover.common import TP, iso_z
 from cutover.errors import CutoverError, UnreachableError
-from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, metadata
 from cutover.kafka.offsets import log_offsets, wait_all
 from cutover.mirror.offsetmap import Gap, PartitionMap, Segment
 from cutover.output import progress
@@ -313,10 +313,7 @@ def _decode_pieces(value: bytes, with_map: bool) -> Iterator[tuple[list[Any], tu
 def ensure_topics(rt: Route, replication_factor: int, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Create the internal topics on the target when absent; bring their configs up to date."""
     client = admin(rt.target)
-    try:
-        existing = client.list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise rt.target.failure(exc, "listing topics", client) from None
+    existing = metadata(rt.target, client, timeout, "listing topics").topics
     topics = (rt.progress_topic, rt.offsets_topic)
     wanted = [NewTopic(t, 1, replication_factor, config=dict(TOPIC_CONFIGS)) for t in topics if t not in existing]
     for topic, fut in (client.create_topics(wanted, request_timeout=timeout).items() if wanted else []):
@@ -352,10 +349,7 @@ def load(rt: Route, source_cluster: str, with_map: bool = True, timeout: float =
     started = time.monotonic()
     state = MirrorState(source_cluster)
     client = admin(rt.target)
-    try:
-        existing = client.list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise rt.target.failure(exc, "listing topics", client) from None
+    existing = metadata(rt.target, client, timeout, "listing topics").topics
     topics = [t for t in (rt.progress_topic, rt.offsets_topic) if t in existing]
     if not topics:
         return state
@@ -545,10 +539,7 @@ class ProgressReader:
         if self._client is None:
             self._client = admin(rt.target)
         client = self._client
-        try:
-            present = rt.progress_topic in client.list_topics(timeout=self.timeout).topics
-        except KafkaException as exc:
-            raise rt.target.failure(exc, "listing topics", client) from None
+        present = rt.progress_topic in metadata(rt.target, client, self.timeout, "listing topics").topics
         if not present:
             self._latest, self._read = {}, 0
             return Overview()
@@ -603,10 +594,7 @@ def set_mark(plan: Plan, forward: Literal["open", "closed"], action: str, run: s
 def present(rt: Route, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     """The route's state topics that exist on its target cluster."""
     client = admin(rt.target)
-    try:
-        listed = client.list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise rt.target.failure(exc, "listing topics", client) from None
+    listed = metadata(rt.target, client, timeout, "listing topics").topics
     return [t for t in (rt.progress_topic, rt.offsets_topic) if t in listed]
 
 

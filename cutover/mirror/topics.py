@@ -29,7 +29,7 @@ from confluent_kafka.admin import (
 
 from cutover.errors import Refused, UnreachableError, UsageError
 from cutover.kafka import batches
-from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, metadata
 from cutover.kafka.offsets import again_while_transient, committed_records, transient, wait_all
 from cutover.mirror import state as st
 from cutover.mirror.state import Route
@@ -70,10 +70,7 @@ def selected_topics(rt: Route, include: list[str], matches: object, prefix: str,
     """The source topics the plan selects, with partition counts. Refuses an empty selection. `client`: an
     admin client of the source to use (a running mirror's own), else a new one."""
     client = client or admin(rt.source)
-    try:
-        meta = client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise rt.source.failure(exc, "listing topics", client) from None
+    meta = metadata(rt.source, client, timeout, "listing topics")
     names = {n: len(t.partitions) for n, t in meta.topics.items()
              if not n.startswith("__") and not n.startswith(prefix)}
     chosen = {n: c for n, c in names.items() if matches(n)}  # type: ignore[operator]
@@ -99,10 +96,7 @@ def plan_changes(rt: Route, topics: dict[str, int], ours: set[str], progressed: 
     partition has its own writer. `clients`: admin clients of the source and the target to use (a running
     mirror's own), else new ones."""
     src_admin, tgt_admin = clients or (admin(rt.source), admin(rt.target))
-    try:
-        target_meta = tgt_admin.list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise rt.target.failure(exc, "listing topics", tgt_admin) from None
+    target_meta = metadata(rt.target, tgt_admin, timeout, "listing topics").topics
     src_configs = _configs(rt.source, src_admin, list(topics), timeout, explicit_only=True)
     present = [t for t in topics if t in target_meta]
     tgt_configs = _configs(rt.target, tgt_admin, present, timeout, explicit_only=False)
@@ -267,11 +261,8 @@ def _source(entry: ConfigEntry) -> int:
 def target_limits(rt: Route, topics: list[str], timeout: float = DEFAULT_TIMEOUT) -> dict[str, int]:
     """Each target topic's max.message.bytes (the topic's, or the broker default it inherits)."""
     client = admin(rt.target)
-    try:
-        listed = client.list_topics(timeout=timeout).topics  # once: not once a topic
-        present = [t for t in topics if t in listed]
-    except KafkaException as exc:
-        raise rt.target.failure(exc, "listing topics", client) from None
+    listed = metadata(rt.target, client, timeout, "listing topics").topics  # once: not once a topic
+    present = [t for t in topics if t in listed]
     return {t: int(conf["max.message.bytes"]) for t, conf in
             _configs(rt.target, client, present, timeout, explicit_only=False).items()
             if "max.message.bytes" in conf}
@@ -288,11 +279,8 @@ def write_settings(rt: Route, topics: dict[str, int], compression: str = "auto",
     limit, codecs = 1_000_000, []
     for ref in (rt.source, rt.target):
         client = admin(ref)
-        try:
-            listed = client.list_topics(timeout=timeout).topics  # once: not once a topic
-            present = [t for t in topics if t in listed]
-        except KafkaException as exc:
-            raise ref.failure(exc, "listing topics", client) from None
+        listed = metadata(ref, client, timeout, "listing topics").topics  # once: not once a topic
+        present = [t for t in topics if t in listed]
         for conf in _configs(ref, client, present, timeout, explicit_only=False).values():
             limit = min(limit, int(conf.get("max.message.bytes", limit)))
             if ref is rt.source:

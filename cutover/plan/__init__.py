@@ -192,6 +192,9 @@ def _bootstrap_problems(value: str) -> list[str]:
             out.append(f"{part!r} is not host:port (fix: separate brokers with commas, e.g. b1:9092,b2:9092)")
         elif part and not re.fullmatch(r"(?:[a-z_]+://)?(\[[0-9a-f:.]+\]|[^:\[\]]+):\d{1,5}", part, re.I):
             out.append(f"{part!r} is not host:port (fix: give the port too, e.g. {part.rsplit(':', 1)[0]}:9092)")
+        elif part and not 0 < int(part.rsplit(":", 1)[1]) < 1 << 16:  # librdkafka would take it modulo 65536
+            out.append(f"{part!r}: port {int(part.rsplit(':', 1)[1])} is not a TCP port (fix: 1 to 65535, the "
+                       "brokers' listener port)")
     return out
 
 
@@ -207,9 +210,13 @@ def _client_problems(props: dict[str, str]) -> list[str]:
     try:
         Producer(trial).flush(0)
     except KafkaException as exc:
-        text = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
+        text = re.sub(r"^Failed to create \w+: ", "", str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str")
+                                                        else exc))
+        combination = _refused_combination(text, props)
+        if combination is not None:
+            return combination
         if not text.startswith(("No such configuration property", "Invalid value", "Unsupported value")):
-            return []  # a combination it refuses (SCRAM without a user): the connection names it, with the fix
+            return []  # the connection names what else it refuses, with the fix
         hint = ""
         name = re.search(r"No such configuration property: \"([^\"]+)\"", text)
         if name:
@@ -223,6 +230,24 @@ def _client_problems(props: dict[str, str]) -> list[str]:
     except (TypeError, ValueError) as exc:
         return [f"librdkafka refuses these client properties: {exc} (fix: see librdkafka's CONFIGURATION.md)"]
     return []
+
+
+#: The SASL mechanisms librdkafka knows (sasl.mechanism).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
+
+
+def _refused_combination(text: str, props: dict[str, str]) -> list[str] | None:
+    """The SASL settings librdkafka refuses as they stand, named with the fix: a mechanism it does not know, a
+    user or password that is empty (a variable set to nothing); None for anything else."""
+    if text.startswith("Unsupported SASL mechanism"):
+        return [f"librdkafka refuses these client properties: {text} (fix: sasl.mechanism is one of "
+                f"{', '.join(SASL_MECHANISMS)}, and one the brokers' listener offers)"]
+    empty = [k for k in ("sasl.username", "sasl.password") if k in props and not str(props[k])]
+    if text.startswith("sasl.username and sasl.password must be set") and empty:
+        return [f"SASL mechanism {props.get('sasl.mechanism', 'GSSAPI')} needs sasl.username and sasl.password: "
+                f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty (fix: the variable it comes from "
+                "is set to nothing: set it, in the environment or the plan's env_file)"]
+    return None  # one left out: a plan may leave a cluster's credentials to later (the connection names it)
 
 
 #: Common client properties, for "did you mean".

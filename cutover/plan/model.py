@@ -482,6 +482,14 @@ def _principals(mapping: dict[str, str]) -> str | None:
     return None
 
 
+def _credential_principals(mapping: dict[str, dict[str, str]]) -> str | None:
+    for principal in mapping:
+        if not _PRINCIPAL.fullmatch(principal) or principal.endswith(":*"):
+            return (f"'{principal}' is not a principal of the form Type:name (fix: "
+                    f"{'User:' + principal if ':' not in principal else 'User:orders-app'}, as its ACLs name it)")
+    return None
+
+
 def _variables(mapping: dict[str, str]) -> str | None:
     for user, var in mapping.items():
         if not _VAR.fullmatch(var):
@@ -520,7 +528,7 @@ class Rights:
     #: Principal (its new name) -> client properties that authenticate as it on the new cluster
     #: (ssl.certificate.location + ssl.key.location, or sasl.username + sasl.password): the audit
     #: proves them with a real handshake.
-    credentials: dict[str, dict[str, str]] = field(default_factory=dict)
+    credentials: dict[str, dict[str, str]] = field(default_factory=dict, metadata={"check": _credential_principals})
     old: SideRights = field(default_factory=SideRights)
     new: SideRights = field(default_factory=SideRights)
 

@@ -24,7 +24,7 @@ from confluent_kafka.admin import (
 )
 
 from cutover.errors import RightsDenied
-from cutover.kafka.clients import ClusterRef
+from cutover.kafka.clients import ClusterRef, metadata, result
 from cutover.plan import Plan
 from cutover.plan.model import ClusterSide
 from cutover.rights import quotas as quota_api
@@ -79,8 +79,8 @@ def allowed_to(ref: ClusterRef, client: AdminClient, operation: str, doing: str,
     DESCRIBE on the cluster with no ACLs at all, not an error, and an inventory would be empty. A
     broker lists the operations only to a principal with DESCRIBE (or one older than Kafka 2.3)."""
     try:
-        described = client.describe_cluster(include_authorized_operations=True, request_timeout=timeout).result(
-            timeout=timeout + 5)
+        described = result(ref, client, client.describe_cluster(include_authorized_operations=True,
+                                                                request_timeout=timeout), timeout + 5, doing)
     except KafkaException as exc:
         raise failure(ref, exc, doing, f"{operation} on the CLUSTER resource", client) from None
     except concurrent.futures.TimeoutError as exc:
@@ -103,7 +103,8 @@ def read_acls(ref: ClusterRef, client: AdminClient, timeout: float) -> list[Acl]
     everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,  # type: ignore[arg-type]
                                   AclOperation.ANY, AclPermissionType.ANY)
     try:
-        bindings = client.describe_acls(everything, request_timeout=timeout).result(timeout=timeout + 5)
+        bindings = result(ref, client, client.describe_acls(everything, request_timeout=timeout), timeout + 5,
+                          "reading its ACLs")
     except KafkaException as exc:
         if exc.args[0].code() == KafkaError.SECURITY_DISABLED:
             return None
@@ -117,7 +118,7 @@ def read_scram(ref: ClusterRef, client: AdminClient, timeout: float) -> dict[str
     try:
         every = client.describe_user_scram_credentials(request_timeout=timeout)  # no users: one future for all
         assert isinstance(every, concurrent.futures.Future)
-        found: dict[str, Any] = every.result(timeout=timeout + 5)
+        found: dict[str, Any] = result(ref, client, every, timeout + 5, "reading its SCRAM users")
     except KafkaException as exc:
         raise failure(ref, exc, "reading its SCRAM users", "DESCRIBE on the CLUSTER resource", client) from None
     except concurrent.futures.TimeoutError as exc:
@@ -128,15 +129,16 @@ def read_scram(ref: ClusterRef, client: AdminClient, timeout: float) -> dict[str
 
 
 def _settings(ref: ClusterRef, client: AdminClient, timeout: float) -> dict[str, str | None]:
+    doing = "reading its broker settings"
+    brokers = metadata(ref, client, timeout, doing).brokers
+    resource = ConfigResource(ResourceType.BROKER, str(min(brokers)))
     try:
-        brokers = client.list_topics(timeout=timeout).brokers
-        resource = ConfigResource(ResourceType.BROKER, str(min(brokers)))
-        configs = client.describe_configs([resource], request_timeout=timeout)[resource].result(timeout=timeout + 5)
+        configs = result(ref, client, client.describe_configs([resource], request_timeout=timeout)[resource],
+                         timeout + 5, doing)
     except KafkaException as exc:
-        raise failure(ref, exc, "reading its broker settings", "DESCRIBE_CONFIGS on the CLUSTER resource",
-                       client) from None
+        raise failure(ref, exc, doing, "DESCRIBE_CONFIGS on the CLUSTER resource", client) from None
     except concurrent.futures.TimeoutError as exc:
-        raise ref.failure(exc, "reading its broker settings", client) from None
+        raise ref.failure(exc, doing, client) from None
     return {k: (configs[k].value if k in configs else None) for k in PRINCIPAL_SETTINGS}
 
 

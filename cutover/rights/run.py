@@ -128,6 +128,9 @@ def audit(plan: Plan, direction: Direction, timeout: float) -> AuditResult:
     rights = plan.spec.rights
     if rights and rights.credentials and direction == "forward":
         findings += auditing.prove(plan.cluster("new"), rights.credentials, timeout)
+    elif rights and rights.credentials:
+        reading.notes.append("rights.credentials are proved on the new cluster only (the audit without --reverse): "
+                             "the way back uses the old cluster's own credentials")
     return AuditResult(findings, counts, reading.notes, bool(rights and rights.allow_extra))
 
 

@@ -22,12 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from confluent_kafka import KafkaException
-
 from cutover.common import in_flight
 from cutover.errors import CutoverError, Refused, UnreachableError, UsageError
 from cutover.kafka import inspect
-from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin
+from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, metadata
 from cutover.kafka.offsets import log_offsets
 from cutover.lake import eras, tables
 from cutover.lake.stamps import TableOffsets
@@ -173,10 +171,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> ShadowSummary:
 
 def _partitions(ref: ClusterRef, topics: list[str], timeout: float) -> dict[str, int]:
     client = admin(ref)
-    try:
-        meta = client.list_topics(timeout=timeout).topics
-    except KafkaException as exc:
-        raise ref.failure(exc, "listing topics", client) from None
+    meta = metadata(ref, client, timeout, "listing topics").topics
     missing = [t for t in topics if t not in meta]
     if missing:
         existing = sorted(t for t in meta if not t.startswith("_"))

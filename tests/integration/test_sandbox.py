@@ -34,9 +34,6 @@ def test_status_json_has_the_documented_shape(sandbox: Sandbox) -> None:
 
 
 @pytest.mark.parametrize(("port", "props", "words"), [
-    ("http_port", {}, ["127.0.0.1:{port} accepted the connection but never answered Kafka's first request",
-                       "not a Kafka listener (an HTTP or other server on that port?)",
-                       "fix: check the port and security.protocol against the brokers' listeners"]),
     ("banner_port", {}, ["127.0.0.1:{port} is not a Kafka listener: it answered Kafka's first request with bytes "
                          "that are not Kafka ('SSH-'...)", "fix: check the port in bootstrap.servers"]),
     ("closed_port", {}, ["nothing listens on 127.0.0.1:{port} (connection refused)",
@@ -45,7 +42,7 @@ def test_status_json_has_the_documented_shape(sandbox: Sandbox) -> None:
             "sasl.password": "pw-never-shown"},
      ["is not a SASL listener: the broker refused the SASL handshake",
       "fix: set security.protocol to PLAINTEXT and drop the sasl.* settings"]),
-], ids=["http-server", "ssh-like-server", "nothing-listens", "sasl-client-plaintext-listener"])
+], ids=["ssh-like-server", "nothing-listens", "sasl-client-plaintext-listener"])
 def test_a_wrong_address_or_protocol_is_named_with_what_to_check(
         sandbox: Sandbox, tmp_path: Path, request: pytest.FixtureRequest, port: str | None,
         props: dict[str, str], words: list[str]) -> None:
@@ -80,6 +77,50 @@ def test_a_wrong_security_protocol_is_named_at_once_not_after_the_timeout(
     mirror = cutover("mirror", "--plan", str(bad.file), "--until-caught-up", "--timeout", "600", timeout=60)
     assert mirror.code == 1 and words[0] in mirror.err, mirror.err
     assert "pw-never-shown" not in run.out + run.err + mirror.err
+
+
+@pytest.mark.parametrize("case", ["controller", "http-server"])
+def test_a_controller_or_http_port_as_bootstrap_is_named_at_once_not_after_the_timeout(
+        sandbox: Sandbox, tmp_path: Path, http_port: int, case: str) -> None:
+    """A KRaft controller's listener (it answers ApiVersions with the controller's APIs only, and Metadata with
+    UNSUPPORTED_FEATURE) and an HTTP server that waits for a line (Python's http.server: silent to Kafka's first
+    request) are known within a second or two: named then, not after --timeout (600 s; the runs get 60 s)."""
+    port = sandbox.status()["old"]["brokers"][0]["controller_port"] if case == "controller" else http_port
+    old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
+    bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True,
+                 clusters={"old": {**old, "bootstrap.servers": f"127.0.0.1:{port}"}})
+    words = {"controller": [f"127.0.0.1:{port} is a KRaft controller listener, not a broker's",
+                            "fix: point bootstrap.servers at the brokers' listener"],
+             "http-server": [f"127.0.0.1:{port} is an HTTP server, not a Kafka listener: it answered HTTP",
+                             "fix: check the port in bootstrap.servers"]}[case]
+    check = cutover("plan", "check", "--plan", str(bad.file), "--timeout", "600", timeout=60)
+    assert check.code == 1 and f"old cluster 127.0.0.1:{port}: FAILED: could not reach the old cluster" in check.out, (
+        check.out, check.err)
+    status = cutover("mirror", "status", "--plan", str(bad.file), "--timeout", "600", timeout=60)
+    assert status.code == 1, (status.out, status.err)
+    for word in words:
+        assert word in check.out, check.out
+        assert word in status.err, status.err
+    assert "Traceback" not in check.err + status.err
+
+
+def test_the_listener_probe_names_only_what_is_not_a_broker(sandbox: Sandbox, http_port: int, closed_port: int,
+                                                            silent_port: int) -> None:
+    """`listener.identify` on real listeners: a broker's and nothing at all say nothing (no false alarm), a
+    hung host costs at most its two waits, a controller's and an HTTP server's are named."""
+    from cutover.kafka import listener
+
+    status = sandbox.status()["old"]
+    controller = status["brokers"][0]["controller_port"]
+
+    def ask(port: int) -> str | None:
+        return listener.identify({"bootstrap.servers": f"127.0.0.1:{port}"}, timeout=0.5)
+
+    assert ask(int(status["bootstrap"].rsplit(":", 1)[1])) is None
+    assert ask(closed_port) is None and ask(silent_port) is None
+    assert ask(controller) == f"PROBE controller 127.0.0.1:{controller}"
+    assert (ask(http_port) or "").startswith(f"PROBE http 127.0.0.1:{http_port}: HTTP/1.0 200")
+    assert listener.identify({"bootstrap.servers": f"127.0.0.1:{controller}", "security.protocol": "SSL"}, 0.5) is None
 
 
 def test_a_port_nothing_listens_on_is_named_within_seconds_not_after_the_timeout(

@@ -65,6 +65,27 @@ CASES = {
                                   ExitCode.USAGE, ["'a:1;b:2' is not host:port", "separate brokers with commas"]),
     "bootstrap-without-a-port": ({"p.yaml": PLAN.replace("'127.0.0.1:1'", "broker-1").encode()}, OFFLINE,
                                  ExitCode.USAGE, ["'broker-1' is not host:port", "broker-1:9092"]),
+    "bootstrap-port-out-of-range": ({"p.yaml": PLAN.replace("'127.0.0.1:1'", "'127.0.0.1:99999'").encode()},
+                                    OFFLINE, ExitCode.USAGE,
+                                    ["clusters.old['bootstrap.servers']: '127.0.0.1:99999': port 99999 is not a TCP "
+                                     "port (fix: 1 to 65535, the brokers' listener port)"]),
+    "sasl-mechanism-misspelt": ({"p.yaml": PLAN.replace("{bootstrap.servers: '127.0.0.1:1'}", "{bootstrap.servers: "
+                                                        "'127.0.0.1:1', security.protocol: SASL_PLAINTEXT, "
+                                                        "sasl.mechanism: SCRAM-SHA256, sasl.username: u, "
+                                                        "sasl.password: p}").encode()}, OFFLINE, ExitCode.USAGE,
+                                ["clusters.old: librdkafka refuses these client properties: Unsupported SASL "
+                                 "mechanism: SCRAM-SHA256", "fix: sasl.mechanism is one of PLAIN, SCRAM-SHA-256, "
+                                 "SCRAM-SHA-512, GSSAPI, OAUTHBEARER"]),
+    "sasl-password-empty": ({"p.yaml": PLAN.replace("{bootstrap.servers: '127.0.0.1:1'}", "{bootstrap.servers: "
+                                                    "'127.0.0.1:1', security.protocol: SASL_PLAINTEXT, "
+                                                    "sasl.mechanism: PLAIN, sasl.username: u, sasl.password: ''}"
+                                                    ).encode()}, OFFLINE, ExitCode.USAGE,
+                            ["clusters.old: SASL mechanism PLAIN needs sasl.username and sasl.password: sasl.password "
+                             "is empty", "the variable it comes from is set to nothing"]),
+    "credentials-of-no-principal": ({"p.yaml": (PLAN + "rights: {credentials: {reader: {sasl.username: reader, "
+                                                       "sasl.password: x}}}\n").encode()}, OFFLINE, ExitCode.USAGE,
+                                    ["rights.credentials: 'reader' is not a principal of the form Type:name",
+                                     "fix: User:reader"]),
     "client-property-misspelt": ({"p.yaml": PLAN.replace("{bootstrap.servers: '127.0.0.1:1'}", "{bootstrap.servers: "
                                                          "'127.0.0.1:1', security.protocl: SSL}").encode()},
                                  OFFLINE, ExitCode.USAGE, ['No such configuration property: "security.protocl"; '

@@ -53,8 +53,23 @@ SASL = {"bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_PLAINT
     (PLAIN, ["10.255.255.1:9092/bootstrap: Connection setup timed out in state CONNECT (after 5004ms in state "
              "CONNECT)"],
      "connect-timeout", ["did not accept a connection within 5004 ms", "firewall"]),
+    (PLAIN, ["Failed to get metadata: Local: Required feature not supported by broker"],
+     "controller", ["127.0.0.1:9092 does not answer Kafka's Metadata request", "most likely a KRaft controller "
+                    "listener", "point bootstrap.servers at the brokers' listener"]),
+    (PLAIN, ["Failed to get metadata: Local: Required feature not supported by broker",
+             "PROBE controller 127.0.0.1:9093"],
+     "controller", ["127.0.0.1:9093 is a KRaft controller listener, not a broker's: it lists the controllers' APIs "
+                    "and not Metadata", "not at a KRaft controller's (controller.listener.names)"]),
+    (PLAIN, ["1/1 brokers are down", "PROBE http 127.0.0.1:8080: HTTP/1.0 200 OK"],
+     "not-kafka", ["127.0.0.1:8080 is an HTTP server, not a Kafka listener: it answered HTTP (HTTP/1.0 200 OK)",
+                   "check the port in bootstrap.servers"]),
+    (PLAIN, ["127.0.0.1:8083/bootstrap: Receive failed: Invalid response size 1213486160 (0..100000000): increase "
+             "receive.message.max.bytes (after 1ms in state APIVERSION_QUERY)"],
+     "not-kafka", ["127.0.0.1:8083 is an HTTP server, not a Kafka listener: it answered Kafka's first request with "
+                   "HTTP"]),
 ], ids=["sasl-mechanism", "not-a-sasl-listener", "not-a-sasl-listener-tls", "credentials", "dns", "not-kafka",
-        "silent", "closed-at-once", "refused", "connect-timeout"])
+        "silent", "closed-at-once", "refused", "connect-timeout", "controller-unconfirmed", "controller-probed",
+        "http-probed", "http-answered"])
 def test_each_failure_is_named_with_its_fix(props: dict[str, str], lines: list[str], kind: str,
                                             words: list[str]) -> None:
     found = explain(lines, props)
@@ -95,3 +110,26 @@ def test_only_causes_no_wait_can_change_end_a_wait_at_once() -> None:
     refused = ("FAIL [thrd:127.0.0.1:9092/bootstrap]: 127.0.0.1:9092/bootstrap: Connect to ipv4#127.0.0.1:9092 failed: "
                "Connection refused (after 0ms in state CONNECT)")
     assert not decisive([went_away, refused], {})  # a broker restarting: worth waiting for
+    assert decisive(["Failed to get metadata: Local: Required feature not supported by broker"], {})
+    assert decisive(["PROBE http 127.0.0.1:8080: HTTP/1.1 404 Not Found"], {})
+
+
+@pytest.mark.parametrize(("props", "who"), [
+    (SASL, "user app (PLAIN)"),
+    ({"ssl.certificate.location": "/etc/app.pem"}, "the client certificate /etc/app.pem"),
+    ({"sasl.mechanism": "OAUTHBEARER"}, "its OAUTHBEARER principal"),
+    ({}, "its principal"),
+])
+def test_whose_credentials_are_named_without_the_secret(props: dict[str, str], who: str) -> None:
+    from cutover.kafka.diagnose import who as whose
+
+    assert whose(props) == who
+
+
+def test_an_error_text_loses_its_address_and_timing_but_nothing_else() -> None:
+    from cutover.kafka.diagnose import bare
+
+    assert bare("sasl_plaintext://127.0.0.1:9092/bootstrap: SASL authentication error: Authentication failed "
+                "(after 310ms in state AUTH_REQ)") == "SASL authentication error: Authentication failed"
+    assert bare("Failed to get metadata: Local: Broker transport failure") == \
+        "Failed to get metadata: Local: Broker transport failure"

@@ -49,13 +49,15 @@ def _transaction_open(d: Drill, a: OpenTxnArgs) -> Detail:
     from confluent_kafka import Producer
 
     from cutover.drill.traffic import event
+    from cutover.kafka.clients import ClusterRef
     from cutover.switch import routing
 
     plan = d.switch_plan()
     side = routing.active(plan)
     topic = a.topic or topics_of(d, None)[0]
-    producer = Producer({**plan.cluster(side), "transactional.id": f"cutover-drill-eos-{plan.name}",
-                         "transaction.timeout.ms": 900_000})  # Kafka must not abort it during the drill
+    producer = Producer(ClusterRef.of(plan, side).config(**{  # logs through cutover, not on stderr
+        "transactional.id": f"cutover-drill-eos-{plan.name}",
+        "transaction.timeout.ms": 900_000}))  # Kafka must not abort it during the drill
     producer.init_transactions(30)
     producer.begin_transaction()
     offsets: list[int] = []
