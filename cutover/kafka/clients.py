@@ -19,7 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from cutover.common import NETWORK_TIMEOUT
-from cutover.errors import AccessDenied, UnreachableError, UsageError
+from cutover.errors import AccessDenied, CutoverError, UnreachableError, UsageError
 
 if TYPE_CHECKING:
     from cutover.plan import ClusterSide, Plan
@@ -106,6 +106,9 @@ class ClusterRef:
         if isinstance(kerr, KafkaError) and kerr.code() in _AUTH_CODES - _CREDENTIAL_CODES:
             return AccessDenied(f"{self.describe()} refused {doing}: {kerr.str()}",  # the operation's own answer
                                 fix="grant it to this principal (README: 'Using cutover on your clusters', Rights)")
+        if isinstance(kerr, KafkaError) and kerr.code() > 0 and not kerr.retriable() \
+                and kerr.code() not in _AUTH_CODES:  # the cluster answered the request: its words, not "unreachable"
+            return _answered(self, kerr, doing)
         candidates = [kerr] if isinstance(kerr, KafkaError) else []
         candidates += reversed(self.errors)
         found = diagnose.explain([*(e.str() for e in candidates), *self.recent_failures()], self.properties)
@@ -149,6 +152,24 @@ class ClusterRef:
     def heard(self, line: str) -> None:
         """Keep a line that says why a connection failed (a FAIL line, or what the listener probe found)."""
         self.failures = [*self.failures, (time.monotonic(), line)][-10:]
+
+
+#: A cluster's refusal of a request, by its error code: the plan key or the step that would change the answer.
+_ANSWER_FIXES = {
+    KafkaError.INVALID_REPLICATION_FACTOR: (UsageError, "set mirror.replication_factor in the plan to at most the "
+                                            "cluster's number of brokers (the sandbox has one)"),
+    KafkaError.POLICY_VIOLATION: (CutoverError, "the cluster's create-topic or alter-config policy refused it: ask "
+                                  "its operators, or create the topic there by hand as the policy allows"),
+    KafkaError.INVALID_CONFIG: (CutoverError, "the cluster refuses that topic config (another Kafka version or "
+                                "platform): set it on the target by hand, or drop it on the source"),
+}
+
+
+def _answered(ref: ClusterRef, kerr: KafkaError, doing: str) -> CutoverError:
+    """The cluster answered and refused: its own words, named as its answer, with what would change it."""
+    kind, fix = _ANSWER_FIXES.get(kerr.code(), (CutoverError, "the cluster's words above say what it refused; "
+                                               "change that, then run the same command again"))
+    return kind(f"{ref.describe()} refused {doing}: {kerr.str()} ({kerr.name()})", fix=fix)
 
 
 class _ClientLog:

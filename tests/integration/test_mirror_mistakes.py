@@ -82,3 +82,21 @@ def _exists(props: dict[str, str], topic: str) -> bool:
     from confluent_kafka.admin import AdminClient
 
     return topic in AdminClient(dict(props)).list_topics(timeout=10).topics
+
+
+def test_a_replication_factor_the_new_cluster_cannot_give_is_named_as_its_answer_not_as_unreachable(
+        sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
+    """mirror.replication_factor 3 against the sandbox's one broker: the new cluster answered, refusing the topics'
+    replication factor. It was 'could not reach the new cluster ... check bootstrap.servers' (exit 1): the wrong
+    cause and a fix that cannot help. Now its answer, the plan key and exit 2, and nothing created."""
+    old, topic, prefix = plan.cluster("old"), f"{ns}.orders", f"__cutover_{ns}"
+    create_topic(old, topic, 1)
+    three = derive(scoped_plan(sandbox.plan_file, ns, tmp_path, state_prefix=prefix), tmp_path / "three.yaml",
+                   merge=True, mirror={"replication_factor": 3})
+    run = cutover("mirror", "--plan", str(three.file), "--until-caught-up", "--timeout", "20")
+    assert run.code == 2, (run.code, run.err)
+    assert "could not reach" not in run.err, run.err
+    assert f"the new cluster ({plan.cluster('new')['bootstrap.servers']}) refused " in run.err, run.err
+    assert "replication factor" in run.err.lower() and "fix: set mirror.replication_factor" in run.err, run.err
+    listed = admin(ClusterRef.of(plan, "new")).list_topics(timeout=30).topics
+    assert topic not in listed and not [t for t in listed if t.startswith(prefix)]
