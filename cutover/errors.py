@@ -134,3 +134,18 @@ class RightsDenied(AccessDenied):
     """A cluster refused cutover's principal a read or change of its ACLs, quotas or SCRAM users."""
 
     exit_code = ExitCode.RIGHTS_DENIED
+
+
+def unexpected(exc: Exception) -> tuple[str, str]:
+    """What an exception no command named says, and its fix. A confluent-kafka client error is a cluster's answer
+    (or its silence), whose cause is the cluster's, not cutover's: said as such, with where to look. Anything else
+    is a bug, said as one."""
+    from confluent_kafka import KafkaException
+
+    if isinstance(exc, KafkaException):
+        return (f"a Kafka cluster answered: {exc}", "check the plan's clusters (cutover plan check names each one "
+                "and what it answers); rerun with --debug for the step that asked, and report it if the clusters "
+                "are well")
+    return f"unexpected {type(exc).__name__}: {exc}", "(a bug in cutover; rerun with --debug for the traceback " \
+        "and report it)"
+

@@ -177,14 +177,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _unexpected(exc: Exception) -> str:
-    """What an exception no command named says. A confluent-kafka client error is a cluster's answer (or its
-    silence), whose cause is the cluster's, not cutover's: said as such, with where to look. Anything else is a bug."""
-    from confluent_kafka import KafkaException
+    from cutover.errors import unexpected
 
-    if isinstance(exc, KafkaException):
-        return (f"error: a Kafka cluster answered: {exc}\n  fix: check the plan's clusters (cutover plan check names "
-                "each one and what it answers); rerun with --debug for the step that asked, and report it if the "
-                "clusters are well")
-    return (f"error: unexpected {type(exc).__name__}: {exc}\n"
-            "  (a bug in cutover; rerun with --debug for the traceback and report it)")
-
+    message, fix = unexpected(exc)
+    return f"error: {message}\n  " + (fix if fix.startswith("(") else f"fix: {fix}")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cutover.errors import CutoverError, ExitCode
+from cutover.errors import CutoverError, ExitCode, unexpected
 from cutover.mirror import groups
 from cutover.mirror.metrics import Metrics
 from cutover.mirror.runner import Options, Progress, RunSummary, run, say_progress, topic_lag
@@ -212,10 +212,10 @@ def _work(plan_file: str, opts: Options, events: Any, stopping: Any, level: int)
         events.put(("done", shard, run(load_plan(plan_file), opts, stop)))
     except CutoverError as exc:
         events.put(("failed", shard, (exc.message, exc.fix, int(exc.exit_code))))
-    except Exception as exc:  # a bug: said by the supervisor like any other failure, with its type
+    except Exception as exc:  # a cluster's answer no step named, or a bug: said by the supervisor as the CLI says it
         log.exception("mirror worker %s failed", shard)
-        events.put(("failed", shard, (f"{type(exc).__name__}: {exc} (a bug in cutover; the traceback is above)",
-                                      "report it with the traceback", int(ExitCode.ERROR))))
+        message, fix = unexpected(exc)
+        events.put(("failed", shard, (message, fix.strip("()") + "; the traceback is above", int(ExitCode.ERROR))))
     events.close()
     events.join_thread()
 
