@@ -154,8 +154,9 @@ def test_sandbox_faults_become_manual_steps_against_another_environment(
     plan = drill_plan(sandbox, ns, tmp_path)
     rb = _runbook(tmp_path, [{"name": "stop new", "fault": "cluster.stop", "with": {"cluster": "new"}},
                              {"name": "tell someone", "manual": "Call the on-call"}])
+    # No --dir (a mistyped one is refused), and the default sandbox's place holds none: another environment.
     run = cutover("drill", str(rb), "--plan", str(plan.file), "--auto", "--report", str(tmp_path / "r"),
-                  "--dir", str(tmp_path / "no-sandbox-here"), "-o", "json")
+                  "-o", "json", env={"CUTOVER_SANDBOX": str(tmp_path / "no-sandbox-here")})
     assert run.code == 0, run.err
     assert "MANUAL: stop the new cluster's broker (not the sandbox: do this by hand)" in run.err
     assert "MANUAL: Call the on-call" in run.err
