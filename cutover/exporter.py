@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from cutover.errors import CutoverError
 from cutover.plan import Plan
-from cutover.plan.model import Endpoint
+from cutover.plan.endpoint import Endpoint
 
 log = logging.getLogger("cutover.exporter")
 #: The switch's phases, each a series (1 for the current one), so that a dashboard draws the changes.

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 from cutover.common import TP
 from cutover.errors import UsageError
 from cutover.output import progress
-from cutover.plan.model import Endpoint
+from cutover.plan.endpoint import Endpoint
 
 
 class Metrics:

@@ -30,7 +30,7 @@ from cutover.mirror.offsetmap import PartitionMap, SourceWentBack, out_of_range
 from cutover.mirror.shard import Shard
 from cutover.output import progress
 from cutover.plan import Plan
-from cutover.plan.model import Endpoint
+from cutover.plan.endpoint import Endpoint
 
 log = logging.getLogger("cutover.mirror")
 

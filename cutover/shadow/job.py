@@ -31,7 +31,7 @@ from cutover.lake import eras, tables
 from cutover.lake.stamps import TableOffsets
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair, select_pairs
-from cutover.plan.model import Endpoint
+from cutover.plan.endpoint import Endpoint
 from cutover.shadow import ddl
 from cutover.shadow.decode import Payload, decoder_for
 from cutover.shadow.source import java_properties, reader_options

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from cutover.plan.model import Endpoint
+from cutover.plan.endpoint import Endpoint
 
 #: Batch durations (seconds): a trigger interval is seconds; a commit that retries through an outage, minutes.
 BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, float("inf"))
