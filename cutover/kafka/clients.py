@@ -157,7 +157,7 @@ class ClusterRef:
 #: A cluster's refusal of a request, by its error code: the plan key or the step that would change the answer.
 _ANSWER_FIXES = {
     KafkaError.INVALID_REPLICATION_FACTOR: (UsageError, "set mirror.replication_factor in the plan to at most the "
-                                            "cluster's number of brokers (the sandbox has one)"),
+                                            "cluster's number of brokers"),
     KafkaError.POLICY_VIOLATION: (CutoverError, "the cluster's create-topic or alter-config policy refused it: ask "
                                   "its operators, or create the topic there by hand as the policy allows"),
     KafkaError.INVALID_CONFIG: (CutoverError, "the cluster refuses that topic config (another Kafka version or "
