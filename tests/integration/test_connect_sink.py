@@ -222,6 +222,7 @@ def test_the_same_sink_connector_goes_on_from_the_new_cluster_at_the_next_record
     sandbox.start_connect("old")
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_a_hand_over_is_refused_before_anything_changes_when_the_sinks_state_does_not_add_up(
         sandbox: Sandbox, worker: Connect, ns: str, tmp_path: Path) -> None:
     from confluent_kafka import Producer

@@ -66,6 +66,7 @@ def test_a_second_process_for_the_same_shard_fences_the_first(sandbox: Sandbox, 
     assert content(read_all(plan.cluster("new"), topic, 2)) == content(read_all(plan.cluster("old"), topic, 2))
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_follow_mode_syncs_groups_serves_metrics_and_stops_cleanly(sandbox: Sandbox, plan: Plan, tmp_path: Path,
                                                                    ns: str) -> None:
     old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.live"
@@ -187,6 +188,7 @@ def test_shards_split_the_partitions_and_together_copy_everything(sandbox: Sandb
     assert content(read_all(plan.cluster("new"), topic, 6)) == content(read_all(old, topic, 6))
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_reverse_mirror_carries_new_records_and_groups_back(sandbox: Sandbox, plan: Plan, tmp_path: Path,
                                                             ns: str) -> None:
     old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.rollback"

@@ -11,6 +11,8 @@ from pathlib import Path
 from socket import gethostname
 from typing import Any
 
+import pytest
+
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.inspect import list_groups
 from cutover.kafka.offsets import commit_group
@@ -32,6 +34,7 @@ def _old_side(plan: Plan, ns: str) -> tuple[list[str], list[str]]:
     return topics, [g for g in list_groups(old, 30) if ns in g]
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_every_reverse_command_before_any_promote_is_refused_and_writes_nothing(
         sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
     old, topic = plan.cluster("old"), f"{ns}.orders"
@@ -106,6 +109,7 @@ def _reverse_owners(plan: Plan) -> list[dict[str, Any]]:
 
 
 # A real promote, with no table, hook or reader: 25 to 55 s here, so in the default suite.
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_a_reverse_mirror_started_by_hand_after_promote_says_whom_it_takes_over_and_status_names_it(
         sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
     main, new, topic, host = _switch_plan(sandbox, ns, tmp_path), plan.cluster("new"), f"{ns}.orders", gethostname()

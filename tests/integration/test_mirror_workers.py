@@ -9,6 +9,8 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from cutover.local.sandbox import Sandbox, free_port
 from cutover.plan import Plan
 from tests.conftest import cutover, wait_for
@@ -71,6 +73,7 @@ def test_two_workers_copy_every_record_once_and_translate_the_group_exactly(
     assert bad.code == 2 and "--workers 2" in bad.err and "--shard 1/2" in bad.err and "Traceback" not in bad.err
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_sigterm_stops_every_worker_after_its_transaction_and_a_rerun_resumes_exactly(
         sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
     old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.live"
@@ -106,6 +109,7 @@ def test_sigterm_stops_every_worker_after_its_transaction_and_a_rerun_resumes_ex
     assert content(read_all(new, topic, 4)) == content(read_all(old, topic, 4))
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_a_killed_worker_stops_the_run_naming_its_shard_and_nothing_is_lost_or_doubled(
         sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
     old, new, topic = plan.cluster("old"), plan.cluster("new"), f"{ns}.killed"

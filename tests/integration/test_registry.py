@@ -93,6 +93,7 @@ def _decode_all(url: str, props: dict[str, str], topic: str) -> list[tuple[int, 
     return out
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_an_avro_topic_moves_with_its_schema_ids_and_is_shadowed_row_for_row(
         sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path, spark: Any) -> None:
     plan: Plan = load_plan(sandbox.plan_file)
@@ -303,6 +304,7 @@ def _switch_plan(sandbox: Sandbox, ns: str, tmp: Path) -> Plan:
                   routing={"file": str(tmp / "routing.json")}, tables=[])
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_promote_moves_the_registry_and_rollback_brings_back_what_new_producers_registered(
         sandbox: Sandbox, registries: dict[str, str], ns: str, tmp_path: Path) -> None:
     from cutover.switch import background

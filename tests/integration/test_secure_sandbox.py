@@ -129,7 +129,8 @@ def test_a_sasl_mismatch_is_named_in_plan_check_and_in_the_mirror(
     bad = tmp_path / "plan.yaml"
     bad.write_text(yaml.safe_dump(data))
     check = cutover("plan", "check", "--plan", str(bad), "--timeout", "5", timeout=90)
-    mirror = cutover("mirror", "--plan", str(bad), timeout=120)  # every command explains it the same way
+    # every command explains it the same way
+    mirror = cutover("mirror", "--plan", str(bad), "--timeout", "5", timeout=120)
     assert (check.code, mirror.code) == (1, 1), (check.out, mirror.err)
     for word in words:
         assert word.format(port=port) in check.out, check.out

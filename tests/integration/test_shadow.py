@@ -37,6 +37,7 @@ def _raw_traffic(i: int) -> dict[str, Any]:
 
 
 @pytest.mark.lake(only="rest")
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_offsets(
         sandbox: Sandbox, tmp_path: Path, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
     topic = f"{ns}.events"
@@ -101,6 +102,7 @@ def test_raw_rows_match_the_topic_field_by_field_and_each_snapshot_stamps_its_of
     assert t["last_commit"] is not None and t["cluster_id"] == first.cluster_id
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_json_poison_records_go_to_the_dead_letter_table_and_new_fields_become_columns(
         sandbox: Sandbox, tmp_path: Path, ns: str) -> None:
     topic = f"{ns}.orders"
@@ -210,6 +212,7 @@ def test_inferred_schema_and_text_format(sandbox: Sandbox, tmp_path: Path, ns: s
     assert [(r["kafka_offset"], r["kafka_value"]) for r in rows(plan, f"{ns}.text_dead_letter")] == [(1, b"\xff\xfe")]
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_a_table_built_from_the_old_cluster_is_not_continued_from_the_new_one_without_offsets(
         sandbox: Sandbox, plan: Plan, tmp_path: Path, ns: str) -> None:
     topic = f"{ns}.replay"

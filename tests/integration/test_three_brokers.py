@@ -374,6 +374,7 @@ def _missing(props: Mapping[str, str], group: str, traffic: Any, consumer: Any) 
         f"; consumer errors {consumer.errors}, producer errors {traffic.errors}"
 
 
+@pytest.mark.timeout(2700)  # the demo is given 2400 s of its own (demo_util)
 def test_the_demo_migrates_and_rolls_back_on_the_production_shape(three: Sandbox) -> None:
     """The README's demo path (full-migration runbook: mirror, shadow, verify, promote, live
     traffic on the new cluster, rollback carrying it back, promote again, then complete) on three
@@ -500,6 +501,7 @@ def test_offsets_are_read_through_a_rolling_restart(three: Sandbox, ns: str) -> 
     assert all(starts == dict.fromkeys(tps, 0) and ends == want for starts, ends in answers), answers
 
 
+@pytest.mark.timeout(1800)  # the promote alone is given 900 s
 def test_rolling_restart_of_the_new_cluster_during_a_promotes_drain(three: Sandbox, tmp_path: Path,
                                                                     ns: str) -> None:
     """Promote with a backlog for its drain, while the new cluster restarts broker by broker:

@@ -116,6 +116,7 @@ def test_mirror_from_sasl_ssl_to_mtls_copies_records_and_groups_exactly(tls: San
     assert not _leaks(tls, *outputs)
 
 
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_shadow_reads_the_mtls_cluster_with_spark(tls: Sandbox, tmp_path: Path, ns: str) -> None:
     """Spark's Java Kafka client gets the client certificate as a PEM key store; neither it nor
     any password reaches the output or Spark's event log (what the history server shows)."""

@@ -164,6 +164,7 @@ def test_a_lagging_or_empty_new_table_fails_the_lag_gate_unless_the_plan_allows_
 
 
 @pytest.mark.lake(only="rest")
+@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_reconcile_by_key_and_value_equal_representations_do_not_differ(
         sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
     """An old table without offset columns, with other (equal-valued) types: key mode, no false differences."""
