@@ -232,7 +232,7 @@ def metadata(ref: ClusterRef, client: AdminClient, timeout: float, doing: str, t
                 probed = True
                 _probe(ref, deadline)
                 lines = ref.lines(exc)
-            if time.monotonic() >= deadline or diagnose.decisive(lines, ref.properties) or (
+            if time.monotonic() >= deadline or _decisive(ref, lines) or (
                     bootstrap not in _REACHED and time.monotonic() - started >= REFUSED_GRACE
                     and diagnose.all_refused(ref.lines(), ref.properties)):  # the call's own "transport failure" aside
                 # The handshake probe within what is left of the wait (at least half a second, enough for a
@@ -247,7 +247,6 @@ def result(ref: ClusterRef, client: Any, future: concurrent.futures.Future[Any],
     credentials, see `metadata`), the wait ends at once with that named (the `ref.failure` of `doing`), where
     the future itself would only fail when its request times out. Otherwise as `future.result`: its own
     exception, or concurrent.futures.TimeoutError after `timeout`."""
-    from cutover.kafka import diagnose
 
     deadline = time.monotonic() + timeout
     wait = _FIRST_SLICE
@@ -258,9 +257,21 @@ def result(ref: ClusterRef, client: Any, future: concurrent.futures.Future[Any],
             if time.monotonic() >= deadline:
                 raise
             client.poll(0)
-            if not future.done() and diagnose.decisive(ref.lines(), ref.properties):
+            if not future.done() and _decisive(ref, ref.lines()):
                 raise ref.failure(exc, doing, client) from None
         wait = min(2 * wait, _LONGEST_SLICE)
+
+
+def _decisive(ref: ClusterRef, lines: list[str]) -> bool:
+    """Whether the lines end a wait at once (`diagnose.decisive`), but refused credentials from a cluster this
+    process has had answers from: that is a broker restarting (a KRaft broker refuses SCRAM credentials until
+    it has read its metadata), named only if it lasts the whole wait."""
+    from cutover.kafka import diagnose
+
+    if not diagnose.decisive(lines, ref.properties):
+        return False
+    found = diagnose.explain(lines, ref.properties)
+    return not (found is not None and found.kind == "denied" and reached(ref))
 
 
 def _worth_probing(lines: list[str], ref: ClusterRef, waited: float) -> bool:

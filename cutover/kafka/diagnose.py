@@ -41,7 +41,18 @@ def decisive(lines: Iterable[str], props: Mapping[str, str]) -> bool:
     if any("SSL handshake failed" in t and any(k in t.lower() for k in _TLS_SETUP) for t in texts):
         return True
     found = explain(texts, props)
+    if found is not None and found.kind == "denied":
+        return _denied_by_all(texts, props)
     return found is not None and found.kind in DECISIVE
+
+
+def _denied_by_all(texts: list[str], props: Mapping[str, str]) -> bool:
+    """Whether every bootstrap broker refused the credentials. One of several refusing is not the answer: a
+    broker restarting in a KRaft cluster refuses SCRAM credentials until it has read its metadata, while the
+    others let the client in."""
+    servers = {s.strip() for s in props.get("bootstrap.servers", "").split(",") if s.strip()}
+    refused = {_address(t, props) for t in texts if _denied(t, props) is not None}
+    return len(servers) <= 1 or servers <= refused
 
 
 def all_refused(lines: Iterable[str], props: Mapping[str, str]) -> bool:

@@ -133,3 +133,21 @@ def test_an_error_text_loses_its_address_and_timing_but_nothing_else() -> None:
                 "(after 310ms in state AUTH_REQ)") == "SASL authentication error: Authentication failed"
     assert bare("Failed to get metadata: Local: Broker transport failure") == \
         "Failed to get metadata: Local: Broker transport failure"
+
+
+def test_one_broker_of_several_refusing_credentials_is_not_decisive_every_one_is() -> None:
+    """A broker restarting in a KRaft cluster with SCRAM refuses credentials until it has read its metadata
+    (seen in CI: a rolling restart's reads failed at once with 'refused the credentials'); the others still
+    let the client in. Refused by every bootstrap broker, or by the only one: the credentials are wrong."""
+    from cutover.kafka.diagnose import decisive
+
+    def denied(port: int) -> str:
+        return (f"sasl_ssl://127.0.0.1:{port}/bootstrap: SASL authentication error: Authentication failed during "
+                "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256 (after 12ms in state "
+                "AUTH_REQ)")
+
+    three = {**SASL, "bootstrap.servers": "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"}
+    assert not decisive([denied(9093)], three)
+    assert not decisive([denied(9093), denied(9093), denied(9092)], three)
+    assert decisive([denied(9094), denied(9093), denied(9092)], three)
+    assert decisive([denied(9092)], {**SASL, "bootstrap.servers": "127.0.0.1:9092"})
