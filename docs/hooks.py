@@ -6,11 +6,13 @@
 `<!-- generated: metrics -->` every metric the mirror serves (cutover.mirror.metrics),
 `<!-- generated: commands -->` every command with its options and help (cutover.cli.reference),
 `<!-- generated: preconditions -->` every precondition of promote, rollback, complete and cancel
-(cutover.switch.reference).
+(cutover.switch.reference),
+`<!-- generated: capabilities -->` every capability cutover asks a cluster about (cutover.kafka.capabilities).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -43,7 +45,13 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     if "<!-- generated: preconditions -->" in markdown:
         from cutover.switch import reference as preconditions
 
-        markdown = markdown.replace("<!-- generated: preconditions -->", preconditions.markdown())
+        sample = Path(__file__).resolve().parents[1] / "samples" / "plan.yaml"  # the checkout's, not the package's
+        markdown = markdown.replace("<!-- generated: preconditions -->",
+                                    preconditions.markdown(preconditions.sample_plan(sample)))
+    if "<!-- generated: capabilities -->" in markdown:
+        from cutover.kafka import capabilities
+
+        markdown = markdown.replace("<!-- generated: capabilities -->", capabilities.markdown())
     if "<!-- generated: exit-codes -->" in markdown:
         markdown = markdown.replace("<!-- generated: exit-codes -->", _exit_codes())
     return markdown

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cutover.plan import Plan, PlanSpec
@@ -77,16 +78,16 @@ def markdown(plan: Plan | None = None) -> str:
     return "\n".join(rows) + "\n"
 
 
-def sample_plan() -> Plan:
-    """samples/plan.yaml (every plan key in use), its ${VAR}s set to placeholders, its env file left out, and
+def sample_plan(sample: Path | None = None) -> Plan:
+    """samples/plan.yaml (every plan key in use; `sample`, or the one beside the package in a checkout: the
+    wheel does not carry it), its ${VAR}s set to placeholders, its env file left out, and
     complete.drop_new_tables on (so that complete's checks for it show too)."""
     import re
     import tempfile
-    from pathlib import Path
 
     from cutover.plan import load_plan
 
-    sample = Path(__file__).resolve().parents[2] / "samples" / "plan.yaml"
+    sample = sample or Path(__file__).resolve().parents[2] / "samples" / "plan.yaml"
     text = sample.read_text().replace("env_file: secrets.env", "")
     env = {name: "x" for name in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text)}
     with tempfile.TemporaryDirectory() as folder:

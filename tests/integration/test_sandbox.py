@@ -336,7 +336,6 @@ def test_stop_and_start_one_cluster_keeps_its_data(sandbox: Sandbox, plan: Plan,
         b"k1", b"v1" * 10, (("h", b"1"),), now + 1)
 
 
-@pytest.mark.slow  # a long scenario: CI runs it in a slow lane (.ci/run)
 def test_kill_is_a_crash_and_start_recovers(sandbox: Sandbox, plan: Plan, ns: str) -> None:
     topic = f"{ns}.crash"
     create_topic(plan.cluster("new"), topic)

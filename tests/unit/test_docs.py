@@ -136,9 +136,18 @@ def test_the_switch_guide_lists_every_precondition_the_checks_define(site: Path)
                for node in ast.walk(source)
                if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Check"}
     defined = {str(d).removesuffix("-on-") for d in defined}
-    listed = {p.name for p in preconditions.catalogue(preconditions.sample_plan())}
+    sample = Path(__file__).resolve().parents[2] / "samples" / "plan.yaml"  # an installed package has none
+    listed = {p.name for p in preconditions.catalogue(preconditions.sample_plan(sample))}
     assert {d for d in defined if not any(n.startswith(d) for n in listed)} == set()
     assert {"rights-match", "routing-file", "registry-ids-match", "groups-idle-on-old"} <= listed
     text = _text(site / "guide" / "switch" / "index.html")
     assert [n for n in listed if n not in text] == []
     assert "promote (with tables)" in text and "rollback (after clients switched, with registry)" in text
+
+
+def test_the_platforms_guide_lists_every_capability_cutover_asks_about(site: Path) -> None:
+    from cutover.kafka import capabilities
+
+    text = _text(site / "guide" / "platforms" / "index.html")
+    assert [c.name for c in capabilities.CAPABILITIES if c.name not in text] == []
+    assert "EndTxn" in text and "DescribeProducers" in text  # the APIs that tell
