@@ -61,6 +61,7 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
                                           "give clusters.new the brokers of the cluster you are moving to"))
     for side in sides:
         if report[side]["reachable"]:
+            findings += _capabilities(plan, side, report[side], _left(deadline))
             findings += _rights(plan, side, list(report[side]["topics"]), _left(deadline))
             if plan.spec.rights is not None:
                 findings += _rights_rights(plan, side, _left(deadline))
@@ -72,6 +73,21 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
                            and all(r["reachable"] for r in (report["registry"] or {}).values()))
     report["ok"] = report["reachable"] and not findings
     return report
+
+
+def _capabilities(plan: Plan, side: ClusterSide, into: dict[str, Any], timeout: float) -> list[readiness.Finding]:
+    """What the cluster's ApiVersions answer says it can do (`capabilities` in its report); a finding for
+    each capability the mirror needs of the new cluster, its target, that it lacks."""
+    from cutover.kafka import capabilities
+
+    found = capabilities.listed(plan.cluster(side), side, max(timeout, 1.0))
+    into["capabilities"] = found.as_dict()
+    if side != "new":
+        return []
+    return [readiness.Finding("capabilities", f"the new cluster lacks {f.capability.name} ({f.evidence}): "
+                              f"{f.capability.without}", f"{f.capability.cutover_does}; choose a target that has "
+                              f"{f.capability.name}, or see docs/limitations.md")
+            for f in found.missing() if f.capability.name in capabilities.MIRROR_NEEDS]
 
 
 def _rights(plan: Plan, side: ClusterSide, topics: list[str], timeout: float) -> list[readiness.Finding]:
@@ -286,6 +302,15 @@ def render_findings(findings: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _render_capabilities(found: dict[str, Any] | None) -> list[str]:
+    if found is None:
+        return []
+    if found["apis"] is None:
+        return ["  capabilities: not known (no ApiVersions answer)"]
+    missing = [f"{f['capability']} ({f['evidence']})" for f in found["findings"] if f["supported"] is False]
+    return [f"  capabilities: {'lacks ' + '; '.join(missing) if missing else 'every API cutover asks for is listed'}"]
+
+
 def render(report: dict[str, Any]) -> str:
     from cutover.output import table
 
@@ -301,6 +326,7 @@ def render(report: dict[str, Any]) -> str:
             lines.append(table([[t, f"{n} partition(s)"] for t, n in c["topics"].items()], indent="    "))
         lines.append(f"  groups selected: {len(c['groups'])} of {c['groups_total']}"
                      + (f": {', '.join(c['groups'])}" if c["groups"] else ""))
+        lines += _render_capabilities(c.get("capabilities"))
     cat = report["catalog"]
     if not cat["configured"]:
         lines.append("catalog: not configured")

@@ -17,6 +17,7 @@ from cutover.assess import facts, score
 from cutover.assess.facts import Unknown, attempt
 from cutover.assess.model import Assessment
 from cutover.common import iso_z
+from cutover.kafka import capabilities
 from cutover.kafka.clients import ClusterRef
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan
@@ -35,6 +36,7 @@ def assess(plan: Plan, timeout: float, sample: float = 5.0, probe: float = 3.0) 
         sides = {s: pool.submit(_side, plan, s, reach[s], timeout) for s in SIDES}
         lake = pool.submit(_lake, plan, timeout)
         prometheus = pool.submit(_prometheus, plan, timeout)
+        target = pool.submit(_target, plan, reach["new"], timeout)
         old = _old_cluster(plan, reach["old"].result(), timeout, sample, probe)
         both = next((r for r in (reach["old"].result(), reach["new"].result()) if isinstance(r, Unknown)), None)
         rights = None if plan.spec.rights is None else _given(both, lambda: _rights(plan, timeout))
@@ -43,7 +45,8 @@ def assess(plan: Plan, timeout: float, sample: float = 5.0, probe: float = 3.0) 
         lake_found = lake.result()
         evidence = score.Evidence(plan, old.selected, old.topics, old.groups, old.writers, old.readers,
                                   {s: f.result() for s, f in sides.items()}, rights, _tables(plan, lake_found),
-                                  old.throughput, drills(plan), lake_found, prometheus.result(), registry)
+                                  old.throughput, drills(plan), lake_found, prometheus.result(), registry,
+                                  target.result())
     finally:  # every reading was waited for; on Ctrl-C, none is (a client may be stuck on a silent host)
         pool.shutdown(wait=False, cancel_futures=True)
     return Assessment(str(plan.file), plan.name, iso_z(), score.score(evidence), _charts(old.topics))
@@ -121,6 +124,14 @@ def _side(plan: Plan, side: ClusterSide, reach: Future[Any], timeout: float) -> 
                   lambda: inventory.read(plan, side, timeout, quotas=False).authorizer.enabled)
     return score.Side(props.get("security.protocol", "PLAINTEXT").upper(),
                       props.get("sasl.mechanism") or props.get("sasl.mechanisms"), brokers, acls)
+
+
+def _target(plan: Plan, reach: Future[Any], timeout: float) -> capabilities.Report | Unknown:
+    """What the new cluster can do: its API list and the real probe in a scratch topic, deleted after."""
+    meta = reach.result()
+    progress("assess: probing what the new cluster can do (a scratch topic, deleted after)")
+    return _given(meta if isinstance(meta, Unknown) else None,
+                  lambda: capabilities.probe(plan.cluster("new"), "new", timeout))
 
 
 def _rights(plan: Plan, timeout: float) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cutover.assess.facts import GroupFacts, TopicFacts, Unknown
-from cutover.assess.model import DRILLS, QUESTIONS, READINESS, Finding, Row
+from cutover.assess.model import DRILLS, QUESTIONS, READINESS, Finding, Row, Verdict
+from cutover.kafka import capabilities
 from cutover.kafka.producers import Writers
 from cutover.plan import Plan
 
@@ -64,6 +65,8 @@ class Evidence:
     prometheus: dict[str, Any] | Unknown | None
     #: `registry audit`'s verdict, or Unknown (None: no registry section)
     registry: dict[str, Any] | Unknown | None = None
+    #: what the new cluster can do (its API list and the real probe), or Unknown (None: not asked)
+    target: capabilities.Report | Unknown | None = None
 
 
 def duration(seconds: float | None) -> str:
@@ -163,7 +166,27 @@ def _kafka(e: Evidence) -> Row:
     if not isinstance(e.readers, Unknown) and e.readers:
         row.findings.append(Finding("risk", f"{len(e.readers)} reader(s) keep positions outside groups and are not "
                                     "declared: " + "; ".join(f"{r['kind']} {r['name']}" for r in e.readers[:5])))
+    _target(row, e.target)
     return row
+
+
+def _target(row: Row, target: capabilities.Report | Unknown | None) -> None:
+    """The new cluster's capabilities: a blocker for each one the mirror needs and lacks, a risk for any other
+    it lacks, unknown where neither its API list nor the probe could tell."""
+    if target is None:
+        return
+    if isinstance(target, Unknown):
+        _unknown(row, "what the new cluster can do", target)
+        return
+    row.evidence["target_capabilities"] = target.as_dict()
+    for f in target.findings:
+        c = f.capability
+        if f.supported is False:
+            verdict: Verdict = "blocker" if c.name in capabilities.MIRROR_NEEDS else "risk"
+            row.findings.append(Finding(verdict, f"the new cluster lacks {c.name} ({f.evidence}): {c.without}; "
+                                        f"{c.cutover_does}"))
+        elif f.supported is None and c.probed:
+            row.findings.append(Finding("unknown", f"whether the new cluster keeps {c.name}: {f.evidence}"))
 
 
 def _wide_groups(e: Evidence) -> dict[str, list[str]]:

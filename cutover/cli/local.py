@@ -34,7 +34,8 @@ def _render_status(s: dict[str, Any]) -> str:
     for side in ("old", "new"):
         c = s[side]
         brokers = c["brokers"]
-        kafka = f"Kafka {c['kafka_version']}" + (" on ZooKeeper" if c["metadata"] == "zookeeper" else "")
+        kafka = ("Tansu " if c.get("platform") == "tansu" else "Kafka ") + c["kafka_version"] + (
+            " on ZooKeeper" if c["metadata"] == "zookeeper" else "")
         if len(brokers) == 1:
             state = f"running (pid {c['pid']})" if c["running"] else "stopped"
             lines.append(f"  {side:4} {c['bootstrap']:22} {state:20} {kafka:12} {c['security']}")
@@ -114,17 +115,22 @@ def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[
               help="How a cluster keeps its metadata: kraft (default) or zookeeper (a ZooKeeper server beside "
               "the brokers; Kafka 3.9.1, the last release with it, which it then defaults to). Only when the "
               "sandbox is first created.")
+@click.option("--platform", "platforms", multiple=True, metavar="CLUSTER=NAME",
+              callback=_per_cluster("NAME", ("kafka", "tansu"), "--platform new=tansu"),
+              help="Which Kafka implementation runs a cluster: kafka (Apache Kafka, default) or tansu (Tansu 0.6.0, "
+              "one plaintext broker keeping its log in a SQLite file; built once per machine by scripts/tansu). "
+              "Only when the sandbox is first created.")
 @catalog_option
 @click.option("--registry", is_flag=True, help="Also run a schema registry with the Confluent API per cluster "
               "(Apicurio Registry, built from Maven Central on first use), on 127.0.0.1; the plan gets a registry "
               "section. Once given, later ups start them too.")
 def up_cmd(folder: Path | None, fmt: Format, secure: tuple[str, ...], security: dict[str, str],
-           versions: dict[str, str], sizes: dict[str, str], metadata: dict[str, str], catalog: str | None,
-           registry: bool) -> None:
+           versions: dict[str, str], sizes: dict[str, str], metadata: dict[str, str], platforms: dict[str, str],
+           catalog: str | None, registry: bool) -> None:
     """Create the sandbox if needed and start whatever is not running. Safe to repeat."""
     chosen = {**{side: "scram" for side in secure}, **security}
     emit(_sandbox(folder).up(chosen, versions, {side: int(n) for side, n in sizes.items()}, metadata, catalog,
-                             registry),
+                             registry, platforms),
          fmt, _render_status)
 
 

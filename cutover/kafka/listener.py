@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import struct
 from collections.abc import Mapping
 
@@ -33,22 +34,37 @@ def first_server(props: Mapping[str, str]) -> tuple[str, int] | None:
 
 def api_keys(host: str, port: int, timeout: float) -> frozenset[int] | None:
     """The API keys the listener's ApiVersions (v0) answer lists; None when it gives no Kafka answer."""
+    versions = api_versions(host, port, timeout)
+    return None if versions is None else frozenset(versions)
+
+
+def api_versions(host: str, port: int, timeout: float,
+                 tls: ssl.SSLContext | None = None) -> dict[int, tuple[int, int]] | None:
+    """{api key: (min, max)} from the listener's ApiVersions (v0) answer, over TLS with `tls`; None when it
+    gives no Kafka answer within `timeout`."""
     client_id = b"cutover"
     body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
     try:
-        with socket.create_connection((host, port), timeout=timeout) as conn:
+        with socket.create_connection((host, port), timeout=timeout) as raw, \
+                (tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw) as conn:
             conn.sendall(struct.pack(">i", len(body)) + body)
             head = _read(conn, 4)
             size = struct.unpack(">i", head)[0] if head is not None else -1
             answer = _read(conn, size) if 10 <= size < 1 << 20 else None
-    except OSError:
+    except (OSError, ssl.SSLError, ValueError):  # unreachable, a failed handshake, unreadable key files
         return None
-    if answer is None:
+    return parse_api_versions(answer, 7) if answer is not None else None
+
+
+def parse_api_versions(answer: bytes, correlation: int) -> dict[int, tuple[int, int]] | None:
+    """An ApiVersions v0 response body (after the size): {api key: (min, max)}; None when it is not one."""
+    if len(answer) < 10:
         return None
-    correlation, _error, count = struct.unpack(">ihi", answer[:10])
-    if correlation != 7 or not 0 <= count <= (len(answer) - 10) // 6:
+    got, error, count = struct.unpack(">ihi", answer[:10])
+    if got != correlation or error != 0 or not 0 <= count <= (len(answer) - 10) // 6:
         return None
-    return frozenset(struct.unpack(">h", answer[10 + 6 * i:12 + 6 * i])[0] for i in range(count))
+    return {key: (low, high) for key, low, high in
+            (struct.unpack(">hhh", answer[10 + 6 * i:16 + 6 * i]) for i in range(count))}
 
 
 def http_status(host: str, port: int, timeout: float) -> str | None:

@@ -54,6 +54,21 @@ def check_files(side: str, props: Mapping[str, str]) -> None:
             pem_file(side, key, props[key], kind)
 
 
+def context(props: Mapping[str, str]) -> ssl.SSLContext:
+    """The TLS context a client with these properties uses: their CA (or the system's), the client
+    certificate if any, host names checked unless ssl.endpoint.identification.algorithm is none."""
+    ctx = ssl.create_default_context(cafile=props.get("ssl.ca.location"))
+    # Judge as librdkafka's OpenSSL does: Python 3.13 turns on X.509 strict mode by default, which
+    # refuses certificates Kafka's clients accept (a CA without an authority key identifier).
+    ctx.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    if props.get("ssl.endpoint.identification.algorithm", "https").lower() in ("none", ""):
+        ctx.check_hostname = False
+    if "ssl.certificate.location" in props and "ssl.key.location" in props:
+        ctx.load_cert_chain(props["ssl.certificate.location"], props["ssl.key.location"],
+                            props.get("ssl.key.password"))
+    return ctx
+
+
 def diagnose(props: Mapping[str, str], timeout: float = 3.0) -> tuple[str, str] | None:
     """(what is wrong, the fix) for the first bootstrap server's TLS, or None if the
     handshake succeeds, the host cannot be reached at all, or the cluster is not on TLS."""
@@ -65,17 +80,9 @@ def diagnose(props: Mapping[str, str], timeout: float = 3.0) -> tuple[str, str] 
     if not uses_tls(props):
         return _tls_where_plaintext_expected(host, port, timeout)
     ca = props.get("ssl.ca.location")
+    client_cert = "ssl.certificate.location" in props and "ssl.key.location" in props
     try:
-        ctx = ssl.create_default_context(cafile=ca)
-        # Judge as librdkafka's OpenSSL does: Python 3.13 turns on X.509 strict mode by default, which
-        # refuses certificates Kafka's clients accept (a CA without an authority key identifier).
-        ctx.verify_flags &= ~ssl.VERIFY_X509_STRICT
-        if props.get("ssl.endpoint.identification.algorithm", "https").lower() in ("none", ""):
-            ctx.check_hostname = False
-        client_cert = "ssl.certificate.location" in props and "ssl.key.location" in props
-        if client_cert:
-            ctx.load_cert_chain(props["ssl.certificate.location"], props["ssl.key.location"],
-                                props.get("ssl.key.password"))
+        ctx = context(props)
     except (OSError, ssl.SSLError):
         return None  # the files themselves: check_files names them
     trusted_by = f"ssl.ca.location ({ca})" if ca else "the system's CA store (no ssl.ca.location)"

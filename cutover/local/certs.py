@@ -13,6 +13,7 @@ import datetime as dt
 import ipaddress
 import os
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,3 +151,14 @@ def _keytool(folder: Path, *args: str) -> None:
         # keytool's arguments hold the store password: only its own output is quoted.
         raise SandboxError(f"keytool failed writing a key store in {folder}:\n{(done.stdout + done.stderr)[-800:]}",
                            fix=f"remove {folder} (cutover local down --purge) and run up again")
+
+
+def make_all(folder: Path, store_password: str, tls: Sequence[str], mtls: Sequence[str],
+             users: Sequence[str]) -> None:
+    """The CA, each TLS cluster's server certificate and, for each mTLS cluster, each user's client one."""
+    ensure_ca(folder, store_password)
+    for side in tls:
+        issue(folder, f"{side}-broker", f"{side}-broker", store_password, server=True)
+    for side in mtls:
+        for user in users:
+            issue(folder, f"{side}-{user}", user, store_password, server=False)

@@ -121,7 +121,7 @@ class RegistryServers:
         return RegistrySpec(side, self.dir / f"registry-{side}", rs.port)
 
     def _ensure_registries(self, state: Any, create: bool) -> None:
-        from cutover.local.sandbox import free_port
+        from cutover.local.ports import free_port
 
         if state.registries is None:
             if not create:

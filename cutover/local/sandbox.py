@@ -1,6 +1,7 @@
 """The local sandbox: two Kafka clusters ("old", "new") and an Iceberg catalog.
 
-Each cluster has one or three brokers, on KRaft or (the old one, on Kafka 3.9) ZooKeeper.
+Each cluster has one or three brokers, on KRaft or (the old one, on Kafka 3.9) ZooKeeper, or is
+one Tansu broker (`cutover.local.tansu`), a second Kafka implementation.
 The catalog is SQLite on local files (the default), or production-shaped: an Iceberg
 REST catalog server or PostgreSQL, over S3-compatible storage (cutover.local.lake).
 
@@ -18,10 +19,8 @@ import dataclasses
 import fcntl
 import json
 import os
-import random
 import secrets as pysecrets
 import shutil
-import socket
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -31,7 +30,8 @@ from typing import Any
 
 from cutover import jvm
 from cutover.errors import SandboxError, UsageError
-from cutover.local import broker, lake, sandbox_plan, zookeeper
+from cutover.local import broker, lake, sandbox_plan, tansu, zookeeper
+from cutover.local.ports import free_port
 from cutover.local.registry import RegistryServers, RegistryState
 from cutover.local.worker import ConnectState, ConnectWorker
 from cutover.output import progress
@@ -75,6 +75,8 @@ class ClusterState:
     kafka_version: str = jvm.KAFKA_VERSION
     #: ZooKeeper mode: its server's port and PID (controller_port unused); None: KRaft.
     zookeeper: NodeState | None = None
+    #: Which implementation runs it: Apache Kafka, or Tansu (one broker, plaintext).
+    platform: str = "kafka"
 
     @classmethod
     def load(cls, raw: dict[str, Any]) -> ClusterState:
@@ -84,7 +86,7 @@ class ClusterState:
                        raw.get("kafka_version") or jvm.KAFKA_VERSION)
         zk = raw.get("zookeeper")
         return cls(raw["cluster_id"], [NodeState(**n) for n in raw["nodes"]], raw["security"], raw["kafka_version"],
-                   NodeState(**zk) if zk else None)
+                   NodeState(**zk) if zk else None, raw.get("platform", "kafka"))
 
     @property
     def metadata(self) -> str:
@@ -92,7 +94,7 @@ class ClusterState:
 
     @property
     def version(self) -> str:
-        return self.kafka_version
+        return tansu.VERSION if self.platform == "tansu" else self.kafka_version
 
     @property
     def mode(self) -> broker.Security:
@@ -130,39 +132,6 @@ class State:
     lake: LakeState = field(default_factory=LakeState)
     connect: ConnectState | None = None  # the Connect worker; an older cutover ignores the key
     registries: dict[str, RegistryState] | None = None  # the schema registries (local up --registry)
-
-
-_handed_out: set[int] = set()
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on, below the kernel's ephemeral range: a port the kernel hands out
-    for outgoing connections (a broker's own client connections, say) could be taken between this choice
-    and the server's start; one below that range is only ever taken by an explicit bind. Never the same
-    port twice in one process."""
-    low = _ephemeral_low()
-    for _ in range(200):
-        port = random.randrange(10000, low) if low > 11000 else 0
-        if port in _handed_out:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            chosen = int(s.getsockname()[1])
-        if chosen not in _handed_out:
-            _handed_out.add(chosen)
-            return chosen
-    raise SandboxError("no free loopback port found below the ephemeral range",
-                       fix="stop processes that hold many local ports, then try again")
-
-
-def _ephemeral_low() -> int:
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
 
 
 class Sandbox(ConnectWorker, RegistryServers):
@@ -213,6 +182,15 @@ class Sandbox(ConnectWorker, RegistryServers):
     def specs(self, side: ClusterSide, st: ClusterState) -> list[broker.BrokerSpec]:
         return [self.spec(side, st, i) for i in range(1, len(st.nodes) + 1)]
 
+    def process(self, side: ClusterSide, st: ClusterState, node: int = 1) -> broker.Process:
+        """Node `node` of a cluster as a process the sandbox runs: a Kafka broker, or Tansu."""
+        if st.platform == "tansu":
+            return tansu.TansuSpec(side, self.dir / side, st.nodes[0].port, st.cluster_id)
+        return self.spec(side, st, node)
+
+    def processes(self, side: ClusterSide, st: ClusterState) -> list[broker.Process]:
+        return [self.process(side, st, i) for i in range(1, len(st.nodes) + 1)]
+
     def exists(self) -> bool:
         return self.state_file.is_file()
 
@@ -260,7 +238,7 @@ class Sandbox(ConnectWorker, RegistryServers):
     def up(self, security: Mapping[ClusterSide, broker.Security] | None = None,
            versions: Mapping[ClusterSide, str] | None = None, brokers: Mapping[ClusterSide, int] | None = None,
            metadata: Mapping[ClusterSide, str] | None = None, catalog: lake.CatalogKind | None = None,
-           registry: bool = False) -> dict[str, Any]:
+           registry: bool = False, platforms: Mapping[ClusterSide, str] | None = None) -> dict[str, Any]:
         """Create (first time) and start whatever is not running. Idempotent.
 
         `security` chooses each cluster's client listener (default plaintext) and `versions`
@@ -269,10 +247,12 @@ class Sandbox(ConnectWorker, RegistryServers):
         created; an existing sandbox keeps its own and refuses different ones. `metadata`
         "zookeeper" runs a cluster on ZooKeeper instead of KRaft (Kafka 3.9.1, the last
         release with it; the default version of such a cluster). `catalog` chooses the Iceberg
-        catalog: sqlite (default, local files), rest or postgres (over S3 storage).
+        catalog: sqlite (default, local files), rest or postgres (over S3 storage). `platforms`
+        "tansu" runs a cluster on Tansu instead of Apache Kafka (one broker, plaintext, KRaft-less).
         """
         security, versions, sizes = dict(security or {}), dict(versions or {}), dict(brokers or {})
-        modes = dict(metadata or {})
+        modes, platforms = dict(metadata or {}), dict(platforms or {})
+        tansu.check_options(platforms, security, versions, sizes, modes)
         zk_version = zookeeper.ZOOKEEPER_KAFKA_VERSION
         for side, mode in modes.items():
             if mode == "zookeeper" and versions.setdefault(side, zk_version) != zk_version:
@@ -290,7 +270,7 @@ class Sandbox(ConnectWorker, RegistryServers):
             jvm.resolve(jvm.kafka_broker(version))
         with self._locked():
             state = self._load() if self.exists() else self._create(security, versions, sizes, modes,
-                                                                    catalog or "sqlite")
+                                                                    catalog or "sqlite", platforms)
             if catalog is not None and catalog != state.lake.catalog:
                 raise UsageError(f"the sandbox in {self.dir} already exists with a {state.lake.catalog} catalog",
                                  fix="cutover local down --purge, then up with the --catalog you want")
@@ -298,13 +278,15 @@ class Sandbox(ConnectWorker, RegistryServers):
                 st = state.clusters[side]
                 if security.get(side, st.mode) != st.mode or versions.get(side, st.version) != st.version \
                         or sizes.get(side, len(st.nodes)) != len(st.nodes) \
-                        or modes.get(side, st.metadata) != st.metadata:
+                        or modes.get(side, st.metadata) != st.metadata \
+                        or platforms.get(side, st.platform) != st.platform:
                     raise UsageError(f"the sandbox in {self.dir} already exists with different settings "
-                                     f"({side}: {st.mode}, Kafka {st.version}"
+                                     f"({side}: {st.mode}, {tansu.name(st.platform, st.version)}"
                                      f"{' on ZooKeeper' if st.zookeeper else ''}, {len(st.nodes)} broker(s))",
                                      fix="cutover local down --purge, then up with the options you want")
             for side in SIDES:  # a sandbox made with another release than the default
-                jvm.resolve(jvm.kafka_broker(state.clusters[side].version))
+                if state.clusters[side].platform == "kafka":
+                    jvm.resolve(jvm.kafka_broker(state.clusters[side].version))
             for side in SIDES:
                 self._ensure_running(state, side)
             self._ensure_lake(state)
@@ -326,7 +308,7 @@ class Sandbox(ConnectWorker, RegistryServers):
 
     def _create(self, security: Mapping[ClusterSide, broker.Security], versions: Mapping[ClusterSide, str],
                 sizes: Mapping[ClusterSide, int], modes: Mapping[ClusterSide, str],
-                catalog: lake.CatalogKind) -> State:
+                catalog: lake.CatalogKind, platforms: Mapping[ClusterSide, str]) -> State:
         progress(f"creating sandbox in {self.dir}")
         state = State()
         secrets_env: dict[str, str] = {}
@@ -340,7 +322,10 @@ class Sandbox(ConnectWorker, RegistryServers):
             mode = security.get(side, "plaintext")
             st = ClusterState(broker.new_cluster_id(), [NodeState.fresh() for _ in range(sizes.get(side, 1))],
                               mode, versions.get(side, jvm.KAFKA_VERSION),
-                              NodeState(free_port(), 0) if modes.get(side) == "zookeeper" else None)
+                              NodeState(free_port(), 0) if modes.get(side) == "zookeeper" else None,
+                              platforms.get(side, "kafka"))
+            if st.platform == "tansu":
+                st.nodes, st.cluster_id = [NodeState(free_port(), 0)], f"cutover-{side}"
             state.clusters[side] = st
             if mode in ("scram", "sasl_ssl"):
                 for user in (broker.ADMIN_USER, broker.READER_USER):
@@ -349,24 +334,17 @@ class Sandbox(ConnectWorker, RegistryServers):
             secrets_env[STORE_PASSWORD_VAR] = pysecrets.token_urlsafe(18)
         self._write_secrets(secrets_env)
         if STORE_PASSWORD_VAR in secrets_env:
-            self._make_certificates(state, secrets_env[STORE_PASSWORD_VAR])
+            from cutover.local import certs
+
+            progress(f"making the sandbox's CA and certificates in {self.tls_dir}")
+            certs.make_all(self.tls_dir, secrets_env[STORE_PASSWORD_VAR],
+                           [side for side, st in state.clusters.items() if st.tls],
+                           [side for side, st in state.clusters.items() if st.mode == "mtls"],
+                           (broker.ADMIN_USER, broker.READER_USER))
         for side in SIDES:
             self._format(state, side)
         self._save(state)
         return state
-
-    def _make_certificates(self, state: State, store_password: str) -> None:
-        """The CA, each TLS cluster's server certificate and (mTLS) each user's client certificate."""
-        from cutover.local import certs
-
-        progress(f"making the sandbox's CA and certificates in {self.tls_dir}")
-        certs.ensure_ca(self.tls_dir, store_password)
-        for side, st in state.clusters.items():
-            if st.tls:
-                certs.issue(self.tls_dir, f"{side}-broker", f"{side}-broker", store_password, server=True)
-            if st.mode == "mtls":
-                for user in (broker.ADMIN_USER, broker.READER_USER):
-                    certs.issue(self.tls_dir, f"{side}-{user}", user, store_password, server=False)
 
     def _write_secrets(self, values: dict[str, str]) -> None:
         body = "# Generated by cutover local up: passwords of the sandbox's SCRAM users and key stores.\n"
@@ -377,6 +355,8 @@ class Sandbox(ConnectWorker, RegistryServers):
 
     def _format(self, state: State, side: ClusterSide) -> None:
         st = state.clusters[side]
+        if st.platform == "tansu":  # nothing to format: its storage is made at its first start
+            return
         pw = self._secrets()
         admin_pw = pw.get(broker.password_var(side, broker.ADMIN_USER))
         users = self._scram_users(side, st, pw)
@@ -425,7 +405,7 @@ class Sandbox(ConnectWorker, RegistryServers):
         st = state.clusters[side]
         self._ensure_zookeeper(state, side)  # before any broker: they cannot start without it
         down = [i for i in range(1, len(st.nodes) + 1) if (node is None or i == node)
-                and not broker.running(self.spec(side, st, i), st.nodes[i - 1].pid)]
+                and not broker.running(self.process(side, st, i), st.nodes[i - 1].pid)]
         if down:
             self._start(state, side, down)
         if broker.authenticates(st.mode) and node is None:
@@ -433,6 +413,9 @@ class Sandbox(ConnectWorker, RegistryServers):
 
     def _start(self, state: State, side: ClusterSide, nodes: list[int]) -> None:
         st = state.clusters[side]
+        if st.platform == "tansu":
+            self._start_tansu(state, side)
+            return
         for attempt in range(_PORT_TRIES):
             specs = [self.spec(side, st, i) for i in nodes]
             which = "" if len(nodes) == len(st.nodes) else f" (broker {', '.join(map(str, nodes))})"
@@ -456,6 +439,24 @@ class Sandbox(ConnectWorker, RegistryServers):
                 self._format(state, side)
         self._save(state)
         progress(f"{side} cluster up at {st.bootstrap} (log: {self.spec(side, st).log_file})")
+
+    def _start_tansu(self, state: State, side: ClusterSide) -> None:
+        st = state.clusters[side]
+        for attempt in range(_PORT_TRIES):
+            spec = self.process(side, st)
+            assert isinstance(spec, tansu.TansuSpec)
+            progress(f"starting the {spec.title} on {st.bootstrap}")
+            try:
+                st.nodes[0].pid = tansu.start(spec)
+                break
+            except broker.PortInUse:
+                if spec.config_file.exists() or attempt == _PORT_TRIES - 1:
+                    raise SandboxError(f"the {side} cluster's port {st.nodes[0].port} is in use",
+                                       fix="free the port, or cutover local down --purge to choose new ports") \
+                        from None
+                st.nodes = [NodeState(free_port(), 0)]  # never started: clients know no port yet
+        self._save(state)
+        progress(f"{side} cluster up at {st.bootstrap} (log: {self.process(side, st).log_file})")
 
     def _grant_reader(self, side: ClusterSide, st: ClusterState) -> None:
         """The reader principal may read and describe everything, and write nothing."""
@@ -728,7 +729,7 @@ class Sandbox(ConnectWorker, RegistryServers):
         progress(f"{'killing' if kill else 'stopping'} the {side} cluster{which}")
         was = False
         for i in reversed(nodes):  # the first node last: it is the one clients know first
-            was = broker.stop(self.spec(side, st, i), st.nodes[i - 1].pid, kill=kill) or was
+            was = broker.stop(self.process(side, st, i), st.nodes[i - 1].pid, kill=kill) or was
             st.nodes[i - 1].pid = None
         found = self.zookeeper_of(side, st)
         if found is not None and node is None:  # the whole cluster: its ZooKeeper too
@@ -745,9 +746,9 @@ class Sandbox(ConnectWorker, RegistryServers):
         for side in SIDES:
             st = state.clusters[side]
             brokers = []
-            for i, (spec, node) in enumerate(zip(self.specs(side, st), st.nodes, strict=True), 1):
+            for i, (spec, node) in enumerate(zip(self.processes(side, st), st.nodes, strict=True), 1):
                 alive = broker.running(spec, node.pid)
-                brokers.append({"broker": i, "bootstrap": spec.bootstrap,
+                brokers.append({"broker": i, "bootstrap": f"127.0.0.1:{node.port}",
                                 "controller_port": None if st.zookeeper else node.controller_port,
                                 "running": alive, "pid": node.pid if alive else None, "log": str(spec.log_file)})
             out[side] = {
@@ -756,6 +757,7 @@ class Sandbox(ConnectWorker, RegistryServers):
                 "pid": brokers[0]["pid"],
                 "cluster_id": self._cluster_id(side, st),
                 "security": broker.describe(st.mode),
+                "platform": st.platform,
                 "kafka_version": st.version,
                 "metadata": st.metadata,
                 **({"zookeeper": self._describe_zookeeper(side, st)} if st.zookeeper else {}),
@@ -785,10 +787,7 @@ class Sandbox(ConnectWorker, RegistryServers):
     def _describe_zookeeper(self, side: ClusterSide, st: ClusterState) -> dict[str, Any]:
         found = self.zookeeper_of(side, st)
         assert found is not None
-        spec, zk = found
-        alive = broker.running(spec, zk.pid)
-        return {"connect": spec.connect, "running": alive, "pid": zk.pid if alive else None,
-                "log": str(spec.log_file)}
-
+        return zookeeper.describe(*found)
 
 STORE_PASSWORD_VAR = "CUTOVER_SANDBOX_TLS_STORE_PASSWORD"
+

@@ -50,7 +50,7 @@ class ConnectWorker:
         Connect cluster; its connectors are then created there again."""
         with self._locked():
             state = self._load()
-            from cutover.local.sandbox import free_port
+            from cutover.local.ports import free_port
 
             cs = state.connect or ConnectState(cluster or "old", free_port())
             spec = self.connect_spec(cs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cutover.errors import SandboxError
 from cutover.local import broker
@@ -84,3 +85,9 @@ def add_scram_users(spec: ZooKeeperSpec, users: dict[str, str]) -> None:
             output = (done.stdout[-800:] + done.stderr[-800:]).replace(password, "***")
             raise SandboxError(f"adding the SCRAM user {user} to the {spec.label} failed:\n{output}",
                                fix="cutover local down --purge, then up again")
+
+
+def describe(spec: ZooKeeperSpec, node: Any) -> dict[str, Any]:
+    """The server in `cutover local status`: where it listens, whether it runs, its PID and log."""
+    alive = broker.running(spec, node.pid)
+    return {"connect": spec.connect, "running": alive, "pid": node.pid if alive else None, "log": str(spec.log_file)}

@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from cutover.common import NETWORK_TIMEOUT, TP, in_flight
 from cutover.errors import CutoverError, ExitCode, Refused
+from cutover.kafka import capabilities
 from cutover.kafka.clients import admin
 from cutover.kafka.inspect import cluster_id
 from cutover.kafka.offsets import log_offsets, replaced
@@ -142,6 +143,8 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     metrics = Metrics(opts.metrics_at, opts.direction)  # a port in use is named before any cluster is asked
     rt, sel = r.rt, plan.spec.topics
     r.source_cluster, target_cluster = st.cluster_ids(rt, opts.timeout)
+    capabilities.require(capabilities.listed(rt.target.properties, rt.target.name, opts.timeout),
+                         capabilities.MIRROR_NEEDS, "cutover mirror")  # before anything is written
     seen = st.Overview()  # the switch's drains read nothing of it: the switch fenced every layout itself
     if not opts.for_switch:  # before fencing anyone or writing anything
         seen = r.progress.overview()

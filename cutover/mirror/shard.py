@@ -27,7 +27,12 @@ class Shard:
         return cls(int(m[1]), int(m[2]))
 
     def owns(self, topic: str, partition: int) -> bool:
-        return zlib.crc32(f"{topic}/{partition}".encode()) % self.count == self.index
+        return owner(topic, partition, self.count) == self.index
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
+
+
+def owner(topic: str, partition: int, count: int) -> int:
+    """The index of the shard of a layout of `count` that owns the partition."""
+    return zlib.crc32(f"{topic}/{partition}".encode()) % count

@@ -68,6 +68,9 @@ def test_assess_scores_the_sandbox_from_evidence(sandbox: Sandbox, plan: Plan, n
     assert kafka["evidence"]["topics"][orders]["retention.ms"] == "600000"
     assert kafka["evidence"]["groups"][f"{ns}.billing"] == {"protocol": "classic", "members": 0,
                                                              "topics": [orders, other], "lag": 5}
+    target = kafka["evidence"]["target_capabilities"]  # Apache Kafka 4.1: every one, by the list and the probe
+    assert (target["cluster"], target["facts"]["markers_take_offsets"]) == ("new", True)
+    assert [f["capability"] for f in target["findings"] if f["supported"] is not True] == []
 
     security = rows[("question", "security")]
     assert security["verdict"] == "risk"
@@ -171,8 +174,10 @@ def test_a_cluster_out_of_reach_gives_unknown_rows_naming_it_and_the_rest_is_sco
     for key in _OLD_ROWS:
         if side == "old":
             assert rows[key]["verdict"] == "unknown" and unknown_for_it(rows[key]), rows[key]
-        else:  # read from the old cluster alone: nothing of it is the new cluster's unknown
-            assert not any(named in f["reason"] for f in rows[key]["findings"]), rows[key]
+        else:  # read from the old cluster alone, but what the new cluster can do (Kafka semantics kept there)
+            about_new = [f["reason"] for f in rows[key]["findings"] if named in f["reason"]]
+            assert len(about_new) == (key == ("question", "kafka-semantics")), rows[key]
+            assert all(r.startswith("what the new cluster can do: ") and why in r for r in about_new), about_new
     if side == "new":
         assert rows[("question", "kafka-semantics")]["evidence"]["topics"][orders]["partitions"] == 1
         assert rows[("question", "cost")]["evidence"]["records_to_mirror"] == 5

@@ -79,6 +79,16 @@ def test_certificates_keys_and_status(tls: Sandbox) -> None:
     assert unknown.code == 2 and "'old=2.8.0'" in unknown.err and "3.9.1" in unknown.err
 
 
+def test_the_api_list_is_read_over_sasl_ssl_and_mtls_as_the_plans_clients_connect(tls: Sandbox) -> None:
+    """The capability probe's ApiVersions request goes over the plan's TLS (its CA, and the client
+    certificate for mTLS), before any SASL: both clusters list every API cutover asks about."""
+    from cutover.kafka import capabilities
+
+    for side in ("old", "new"):
+        report = capabilities.listed(load_plan(tls.plan_file).cluster(side), side, 10)
+        assert report.apis is not None and [f.capability.name for f in report.missing()] == [], side
+
+
 def test_a_client_certificate_is_the_principal_acls_apply(tls: Sandbox, ns: str) -> None:
     admin = load_plan(tls.plan_file).cluster("new")
     topic = f"{ns}.certs"

@@ -163,3 +163,30 @@ def test_a_metrics_port_of_the_plan_that_prometheus_does_not_scrape_is_a_risk(tm
                                               "that port"]
     seen["targets"].append({"job": "cutover-reverse-mirror", "url": "http://10.0.0.5:9405/metrics", "health": "up"})
     assert _row(score.score(_evidence(plan, prometheus=seen)), "observability").verdict == "ready"
+
+
+def test_a_target_without_what_the_mirror_needs_is_a_blocker_and_other_gaps_are_risks(tmp_path: Path) -> None:
+    from cutover.kafka import capabilities
+    from tests.unit.test_capabilities import KAFKA, TANSU
+
+    plan = _plan(tmp_path, "")
+    tansu = capabilities.merge(capabilities.from_apis("new", TANSU), {
+        "headers": (True, "the records' headers read back as written"),
+        "read-committed": (None, "no transaction could be ended")})
+    row = _row(score.score(_evidence(plan, target=tansu)), "kafka-semantics")
+    assert row.verdict == "blocker"
+    verdicts = {f.reason.split(" (")[0]: f.verdict for f in row.findings}
+    assert verdicts == {"the new cluster lacks transactions": "blocker",
+                        "the new cluster lacks describe-producers": "risk",
+                        "the new cluster lacks list-transactions": "risk", "the new cluster lacks acls": "risk",
+                        "the new cluster lacks create-partitions": "risk",
+                        "the new cluster lacks new-consumer-groups": "risk",
+                        "whether the new cluster keeps read-committed: no transaction could be ended": "unknown",
+                        "whether the new cluster keeps timestamps: told only by the real probe": "unknown"}
+    assert row.evidence["target_capabilities"]["cluster"] == "new"
+    kafka = capabilities.merge(capabilities.from_apis("new", KAFKA), {
+        n: (True, "seen") for n in ("read-committed", "timestamps", "headers")})
+    assert _row(score.score(_evidence(plan, target=kafka)), "kafka-semantics").findings == []
+    out = _row(score.score(_evidence(plan, target=score.Unknown("the new cluster did not answer"))),
+               "kafka-semantics")
+    assert out.findings == [Finding("unknown", "what the new cluster can do: the new cluster did not answer")]

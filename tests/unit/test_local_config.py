@@ -47,7 +47,7 @@ def test_free_ports_are_below_the_ephemeral_range_and_never_handed_out_twice() -
     sandbox's server binds it: CI once met exactly that. Ports below the range are only taken by a bind."""
     import socket
 
-    from cutover.local.sandbox import _ephemeral_low, free_port
+    from cutover.local.ports import _ephemeral_low, free_port
 
     ports = [free_port() for _ in range(300)]
     assert len(set(ports)) == len(ports)
