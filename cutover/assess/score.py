@@ -119,6 +119,14 @@ def _unknown(row: Row, what: str, value: Unknown) -> None:
 
 
 def _kafka(e: Evidence) -> Row:
+    """Kafka semantics: what the old cluster's topics, writers, groups and readers need kept, and whether the
+    new cluster can keep it (its capabilities)."""
+    row = _kafka_old(e)
+    _target(row, e.target)
+    return row
+
+
+def _kafka_old(e: Evidence) -> Row:
     row = _row("kafka-semantics", "question")
     if isinstance(e.selected, Unknown):
         _unknown(row, "the old cluster's topics", e.selected)
@@ -166,7 +174,6 @@ def _kafka(e: Evidence) -> Row:
     if not isinstance(e.readers, Unknown) and e.readers:
         row.findings.append(Finding("risk", f"{len(e.readers)} reader(s) keep positions outside groups and are not "
                                     "declared: " + "; ".join(f"{r['kind']} {r['name']}" for r in e.readers[:5])))
-    _target(row, e.target)
     return row
 
 

@@ -340,14 +340,19 @@ class Process(Protocol):
 
 
 def running(spec: Process, pid: int | None) -> bool:
-    """True when `pid` is alive and is this process (its command line names our config)."""
+    """True when `pid` is alive and is this process (its command line names our config, by its path or, run in
+    the spec's folder, by its name)."""
     if not pid:
         return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if str(spec.config_file).encode() in cmdline:
+            return True
+        # A process that names its config relative to its folder, where it runs (Tansu: sqlite://tansu.db).
+        return spec.config_file.name.encode() in cmdline and \
+            Path(f"/proc/{pid}/cwd").resolve() == spec.folder.resolve()
     except OSError:
         return False
-    return str(spec.config_file).encode() in cmdline
 
 
 def stop(spec: Process, pid: int | None, kill: bool = False, graceful: int = signal.SIGTERM,

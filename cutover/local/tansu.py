@@ -56,7 +56,8 @@ class TansuSpec:
 
     @property
     def config_file(self) -> Path:
-        """The broker's storage, named on its command line: what tells this process from any other."""
+        """The broker's storage, named on its command line relative to its folder, where it runs (Tansu takes
+        sqlite:///abs/path for a path under its working folder): with the folder, what tells this process."""
         return self.folder / "tansu.db"
 
     @property
@@ -70,7 +71,7 @@ class TansuSpec:
     def command(self) -> list[str]:
         url = f"tcp://127.0.0.1:{self.port}"
         return [str(require(self.version)), "broker", "--cluster-id", self.cluster_id, "--listener-url", url,
-                "--advertised-listener-url", url, "--storage-engine", f"sqlite://{self.config_file}"]
+                "--advertised-listener-url", url, "--storage-engine", f"sqlite://{self.config_file.name}"]
 
 
 def start(spec: TansuSpec) -> int:

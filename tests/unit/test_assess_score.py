@@ -187,6 +187,8 @@ def test_a_target_without_what_the_mirror_needs_is_a_blocker_and_other_gaps_are_
     kafka = capabilities.merge(capabilities.from_apis("new", KAFKA), {
         n: (True, "seen") for n in ("read-committed", "timestamps", "headers")})
     assert _row(score.score(_evidence(plan, target=kafka)), "kafka-semantics").findings == []
+    nothing = _row(score.score(_evidence(plan, selected=[], target=tansu)), "kafka-semantics")
+    assert "the new cluster lacks transactions" in nothing.reason  # said even when nothing is selected
     out = _row(score.score(_evidence(plan, target=score.Unknown("the new cluster did not answer"))),
                "kafka-semantics")
     assert out.findings == [Finding("unknown", "what the new cluster can do: the new cluster did not answer")]
