@@ -36,6 +36,9 @@ _RECENT = 2 * NETWORK_TIMEOUT
 REFUSED_GRACE = 3.0
 #: The bootstrap lists this process has had an answer from.
 _REACHED: set[str] = set()
+#: The (bootstrap list, principal) pairs this process has been let in with: a principal the cluster admitted
+#: before and refuses now meets a broker restarting; another principal's refusal says nothing of the sort.
+_ADMITTED: set[tuple[str, str]] = set()
 #: The first and the longest slice of a wait on a cluster: librdkafka's error callback and FAIL lines, which say
 #: why a cluster cannot be used (refused credentials: about 300 ms), are read between slices. Slices double
 #: from the first to the longest, so an answer slower than one slice (the metadata of a very large cluster) is
@@ -224,6 +227,7 @@ def metadata(ref: ClusterRef, client: AdminClient, timeout: float, doing: str, t
         try:
             found = client.list_topics(topic, timeout=ask) if topic is not None else client.list_topics(timeout=ask)
             _REACHED.add(bootstrap)
+            _ADMITTED.add(_principal(ref))
             return found
         except KafkaException as exc:
             client.poll(0)  # serve the error callbacks that say why
@@ -263,15 +267,21 @@ def result(ref: ClusterRef, client: Any, future: concurrent.futures.Future[Any],
 
 
 def _decisive(ref: ClusterRef, lines: list[str]) -> bool:
-    """Whether the lines end a wait at once (`diagnose.decisive`), but refused credentials from a cluster this
-    process has had answers from: that is a broker restarting (a KRaft broker refuses SCRAM credentials until
-    it has read its metadata), named only if it lasts the whole wait."""
+    """Whether the lines end a wait at once (`diagnose.decisive`), but refused credentials of a principal the
+    cluster let in before in this process: that is a broker restarting (a KRaft broker refuses SCRAM
+    credentials until it has read its metadata), named only if it lasts the whole wait."""
     from cutover.kafka import diagnose
 
     if not diagnose.decisive(lines, ref.properties):
         return False
     found = diagnose.explain(lines, ref.properties)
-    return not (found is not None and found.kind == "denied" and reached(ref))
+    return not (found is not None and found.kind == "denied" and _principal(ref) in _ADMITTED)
+
+
+def _principal(ref: ClusterRef) -> tuple[str, str]:
+    from cutover.kafka import diagnose
+
+    return ref.properties.get("bootstrap.servers", ""), diagnose.who(ref.properties)
 
 
 def _worth_probing(lines: list[str], ref: ClusterRef, waited: float) -> bool:

@@ -123,17 +123,20 @@ def test_a_transport_failure_at_a_cluster_never_reached_is_named_at_once(monkeyp
 
 def test_refused_credentials_end_a_wait_at_once_only_at_a_cluster_never_reached(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same refusal from a cluster this process has had answers from is a broker restarting (a KRaft broker
-    refuses SCRAM credentials until it has read its metadata): waited for, named only if it lasts."""
+    """The same refusal of a principal the cluster let in before in this process is a broker restarting (a KRaft
+    broker refuses SCRAM credentials until it has read its metadata): waited for, named only if it lasts. Another
+    principal let in says nothing of this one (rights audit checks several side by side)."""
     from cutover.kafka import clients
 
     ref = clients.ClusterRef("new", {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_PLAINTEXT",
                                      "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "admin"})
     line = ("sasl_plaintext://127.0.0.1:1/bootstrap: SASL authentication error: Authentication failed during "
             "authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256 (after 3ms in state AUTH_REQ)")
-    monkeypatch.setattr(clients, "_REACHED", set())
+    monkeypatch.setattr(clients, "_ADMITTED", set())
     assert clients._decisive(ref, [line])
-    monkeypatch.setattr(clients, "_REACHED", {"127.0.0.1:1"})
+    monkeypatch.setattr(clients, "_ADMITTED", {("127.0.0.1:1", "user other (SCRAM-SHA-256)")})
+    assert clients._decisive(ref, [line])  # another principal let in says nothing of this one's credentials
+    monkeypatch.setattr(clients, "_ADMITTED", {("127.0.0.1:1", "user admin (SCRAM-SHA-256)")})
     assert not clients._decisive(ref, [line])
     other = "FAIL [thrd:x]: Failed to resolve 'kafka-olld:9092': Name or service not known"
     assert clients._decisive(ref, [other])  # what no restart explains still ends it at once
