@@ -9,7 +9,6 @@ by `scripts/tansu` into ~/.cutover/tansu-<version> (about half an hour on two co
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,9 +88,6 @@ def _ready(log: str) -> bool:
     """Tansu says nothing when it serves: accepting connections is the sign (wait_ready checks it)."""
     return True
 
-
-def purge(spec: TansuSpec) -> None:
-    shutil.rmtree(spec.folder, ignore_errors=True)
 
 def name(platform: str, version: str) -> str:
     """How status and errors name a cluster's implementation: 'Kafka 4.1.1', 'Tansu 0.6.0'."""

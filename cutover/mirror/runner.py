@@ -143,8 +143,9 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     metrics = Metrics(opts.metrics_at, opts.direction)  # a port in use is named before any cluster is asked
     rt, sel = r.rt, plan.spec.topics
     r.source_cluster, target_cluster = st.cluster_ids(rt, opts.timeout)
-    capabilities.require(capabilities.listed(rt.target.properties, rt.target.name, opts.timeout),
-                         capabilities.MIRROR_NEEDS, "cutover mirror")  # before anything is written
+    if not opts.for_switch:  # before anything is written; a switch's drain follows a mirror that asked already
+        capabilities.require(capabilities.listed(rt.target.properties, rt.target.name, opts.timeout),
+                             capabilities.MIRROR_NEEDS, "cutover mirror")
     seen = st.Overview()  # the switch's drains read nothing of it: the switch fenced every layout itself
     if not opts.for_switch:  # before fencing anyone or writing anything
         seen = r.progress.overview()
