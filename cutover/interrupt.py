@@ -13,7 +13,9 @@ signal wakeup fd) and ends the process itself when the main thread cannot:
 - SIGTERM is the clean stop of supervisors and drills: no deadline here (a supervisor
   sends SIGKILL after its own grace period);
 - `bound(seconds)`: a one-shot command (plan check, status, ...) ends with exit 1 once its
-  --timeout (and SAY_WHY seconds to explain a failure) has passed, whatever it waits on.
+  --timeout (and SAY_WHY seconds to explain a failure) has passed, whatever it waits on; it is
+  the backstop: such a command asks its parts `side_by_side`, and a part that has not answered
+  before the backstop would fire is named in the report as late, so that the report is printed.
 
 The process ends through os._exit: threads stuck in a client library are not waited for.
 Every side effect of cutover is safe against a crash at any point (journals, Kafka
@@ -29,10 +31,11 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cutover.common import exact
 from cutover.errors import ExitCode
@@ -42,6 +45,73 @@ GRACE = 1.0
 #: Seconds a one-shot command may take past its --timeout to say why a wait failed (a TLS handshake of its
 #: own, librdkafka's last log lines) before it is ended without that.
 SAY_WHY = 3.0
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Late:
+    """A part of a one-shot command that had not answered by the command's deadline."""
+
+    seconds: float
+
+    @property
+    def message(self) -> str:
+        return f"did not answer within the --timeout of {exact(self.seconds)}s"
+
+
+def report_by(timeout: float) -> float:
+    """When a one-shot command should stop asking and write its report (time.monotonic()): `timeout` from now, or
+    earlier when its start took part of its --timeout, leaving the seconds its backstop gives to say why."""
+    end = time.monotonic() + timeout
+    return end if _backstop_at is None else min(end, _backstop_at - GRACE - SAY_WHY)
+
+
+#: Parts left running by an earlier call, by scope and name: not started again while they still run.
+_left_running: dict[str, threading.Thread] = {}
+
+
+def side_by_side(parts: Mapping[str, Callable[[], T]], timeout: float, scope: str = "") -> dict[str, T | Late]:
+    """Each part in a thread of its own, all at once; what each returned by `timeout` (and most of SAY_WHY, for a
+    part whose own wait of `timeout` ends in its explanation) from now, and two seconds before the command's
+    backstop at the latest, else Late. A part left running is not
+    waited for (a daemon thread: a client library's wait is not cut short, and it does not hold the process).
+    A part that an earlier call of the same `scope` left running is Late at once, not started beside it: a
+    process that asks again and again (the exporter's scrapes, status --watch) keeps one thread per hung part.
+    A part must not raise for an expected failure (return it); an unexpected exception is raised here."""
+
+    results: dict[str, tuple[bool, Any]] = {}
+    threads = {}
+    out: dict[str, T | Late] = {}
+    for name, part in parts.items():
+        key = f"{scope}\0{name}"
+        earlier = _left_running.get(key)
+        if earlier is not None and earlier.is_alive():
+            out[name] = Late(timeout)
+            continue
+        def run(name: str = name, part: Callable[[], T] = part) -> None:
+            try:
+                results[name] = (True, part())
+            except BaseException as exc:  # handed to the caller's thread below
+                results[name] = (False, exc)
+
+        threads[name] = threading.Thread(target=run, name=f"cutover-part-{name}", daemon=True)
+        threads[name].start()
+    end = time.monotonic() + timeout + SAY_WHY - 1.0
+    if _backstop_at is not None:  # the command's start (its imports, the plan read) took part of its --timeout
+        end = min(end, _backstop_at - GRACE - 1.0)  # the report's own seconds before the backstop
+    for name, thread in threads.items():
+        thread.join(max(0.0, end - time.monotonic()))
+        if name not in results:
+            _left_running[f"{scope}\0{name}"] = thread
+            out[name] = Late(timeout)
+            continue
+        ok, value = results[name]
+        if not ok:
+            raise value
+        out[name] = value
+    return {name: out[name] for name in parts}  # in the parts' order
 
 
 @dataclass
@@ -56,6 +126,8 @@ _installed = False
 _active = False
 _interrupts = 0
 _timers: list[threading.Timer] = []
+#: When the armed backstop ends the command (time.monotonic()), or None: side_by_side answers a second before it.
+_backstop_at: float | None = None
 _graceful: _Graceful | None = None
 _cleaning = 0
 _lock = threading.Lock()
@@ -119,12 +191,16 @@ def bound(seconds: float, command: str) -> None:
                               "the catalog or the storage did not answer in time\n  fix: run cutover plan check to "
                               "see which one, or give a longer --timeout")
 
+    global _backstop_at
+    _backstop_at = time.monotonic() + seconds + GRACE + SAY_WHY
     _timers.append(_daemon_timer(seconds + GRACE + SAY_WHY, late))
 
 
 def unbound() -> None:
     """The command turned out to run until it is stopped (`status --watch`): its --timeout bounds each reading,
     no longer the whole command."""
+    global _backstop_at
+    _backstop_at = None
     while _timers:
         _timers.pop().cancel()
 
@@ -132,8 +208,8 @@ def unbound() -> None:
 def disarm() -> None:
     """The command returned: no deadline applies any more, and the watcher stands down (an in-process
     caller goes on living)."""
-    global _active, _interrupts
-    _active, _interrupts = False, 0
+    global _active, _interrupts, _backstop_at
+    _active, _interrupts, _backstop_at = False, 0, None
     while _timers:
         _timers.pop().cancel()
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaException
 
+from cutover import interrupt
 from cutover.errors import CutoverError
 from cutover.kafka.clients import ClusterRef
 from cutover.kafka.inspect import ClusterView, view
@@ -26,22 +28,26 @@ def offline(plan: Plan) -> dict[str, Any]:
     findings = [f.as_dict() for f in readiness.offline(plan, problems)]
     return {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": True, "old": None, "new": None,
             "catalog": None, "storage": None, "registry": None, "readers": readers, "reachable": None,
-            "findings": findings, "ok": not findings}
+            "unchecked": [], "findings": findings, "ok": not findings}
 
 
 def check(plan: Plan, timeout: float) -> dict[str, Any]:
     """The report; `ok` is False when any cluster, the catalog or the storage could not be used
     (`reachable`), or when a later command would refuse the plan (`findings`)."""
     sides: tuple[ClusterSide, ...] = ("old", "new")
-    deadline = time.monotonic() + timeout  # what is asked after the first answers gets what is left
+    deadline = interrupt.report_by(timeout)  # what is asked after the first answers gets what is left
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {s: pool.submit(view, ClusterRef.of(plan, s), timeout) for s in sides}
-        lake = pool.submit(_lake_reports, plan, timeout)  # beside the clusters: one deadline for all
+        futures = {s: pool.submit(_viewed, plan, s, timeout) for s in sides}
+        # the catalog, then the storage: each within the timeout (two servers: one that does not answer costs its
+        # own wait, and its error names it), beside the clusters
+        lake = pool.submit(_lake_reports, plan, timeout)
         report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": False}
         for side in sides:
-            report[side] = _cluster_report(plan, side, futures[side])
+            report[side] = _cluster_report(plan, side, futures[side].result())
         report["catalog"], report["storage"] = lake.result()
-    report["registry"] = _registry_report(plan, _left(deadline))
+    unchecked: list[str] = []
+    report["registry"] = (_registry_report(plan, _left(deadline)) if plan.spec.registry is None
+                          or _in_time(deadline, unchecked, "the registries") else None)
     from cutover.readers.translate import positions
 
     report["readers"], problems = positions(plan)  # read once, for both
@@ -61,18 +67,43 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
                                           "give clusters.new the brokers of the cluster you are moving to"))
     for side in sides:
         if report[side]["reachable"]:
-            findings += _capabilities(plan, side, report[side], _left(deadline))
-            findings += _rights(plan, side, list(report[side]["topics"]), _left(deadline))
-            if plan.spec.rights is not None:
-                findings += _rights_rights(plan, side, _left(deadline))
+            for what, step in _cluster_steps(plan, side, report[side]):
+                if _in_time(deadline, unchecked, f"the {side} cluster's {what}"):
+                    findings += step(_left(deadline))
         report[side].pop("topics_all", None)
         report[side].pop("groups_all", None)
+    report["unchecked"] = unchecked
     report["findings"] = [f.as_dict() for f in findings]
     report["reachable"] = (all(report[s]["reachable"] for s in sides) and report["catalog"]["reachable"] is not False
                            and report["storage"]["usable"] is not False
                            and all(r["reachable"] for r in (report["registry"] or {}).values()))
-    report["ok"] = report["reachable"] and not findings
+    report["ok"] = report["reachable"] and not findings and not unchecked
     return report
+
+
+Step = Callable[[float], list[readiness.Finding]]
+
+
+def _cluster_steps(plan: Plan, side: ClusterSide, into: dict[str, Any]) -> list[tuple[str, Step]]:
+    """What is asked of a cluster once it answered its view, in order, each given what is left of the deadline."""
+    steps: list[tuple[str, Step]] = [
+        ("capabilities", lambda left: _capabilities(plan, side, into, left)),
+        ("rights on its topics", lambda left: _rights(plan, side, list(into["topics"]), left))]
+    if plan.spec.rights is not None:
+        steps.append(("rights for cutover rights", lambda left: _rights_rights(plan, side, left)))
+    return steps
+
+
+#: Below this much time left, a step is not started: it is named as not checked instead.
+STEP_MIN = 0.5
+
+
+def _in_time(deadline: float, unchecked: list[str], what: str) -> bool:
+    """Whether there is time left for `what`; if not, it is added to `unchecked` (said, not waited for)."""
+    if deadline - time.monotonic() >= STEP_MIN:
+        return True
+    unchecked.append(what)
+    return False
 
 
 def _capabilities(plan: Plan, side: ClusterSide, into: dict[str, Any], timeout: float) -> list[readiness.Finding]:
@@ -87,7 +118,7 @@ def _capabilities(plan: Plan, side: ClusterSide, into: dict[str, Any], timeout: 
     return [readiness.Finding("capabilities", f"the new cluster lacks {f.capability.name} ({f.evidence}): "
                               f"{f.capability.without}", f"{f.capability.cutover_does}; choose a target that has "
                               f"{f.capability.name}, or see docs/limitations.md")
-            for f in found.missing() if f.capability.name in capabilities.MIRROR_NEEDS]
+            for f in found.missing() if f.capability.name in capabilities.mirror_needs(plan.spec.mirror.mode)]
 
 
 def _rights(plan: Plan, side: ClusterSide, topics: list[str], timeout: float) -> list[readiness.Finding]:
@@ -123,7 +154,7 @@ def _rights_rights(plan: Plan, side: ClusterSide, timeout: float) -> list[readin
     client = admin(ref)
     try:
         described = client.describe_cluster(include_authorized_operations=True, request_timeout=timeout).result(
-            timeout=timeout + 5)
+            timeout=timeout + 1)
     except (KafkaException, concurrent.futures.TimeoutError):  # it answered a moment ago: the commands name it
         return []
     allowed = {getattr(op, "name", str(op)) for op in (described.authorized_operations or [])}
@@ -137,18 +168,26 @@ def _rights_rights(plan: Plan, side: ClusterSide, timeout: float) -> list[readin
 
 
 def exit_code(report: dict[str, Any]) -> int:
-    """0 ready; 1 something did not answer or could not be used; 3 not ready (findings)."""
+    """0 ready; 1 something did not answer (in time) or could not be used; 3 not ready (findings)."""
     if report["ok"]:
         return 0
-    return 1 if report["reachable"] is False else 3
+    return 1 if report["reachable"] is False or report.get("unchecked") else 3
 
 
-def _cluster_report(plan: Plan, side: ClusterSide, future: concurrent.futures.Future[ClusterView]) -> dict[str, Any]:
-    base = {"bootstrap": plan.cluster(side).get("bootstrap.servers")}
+def _viewed(plan: Plan, side: ClusterSide, timeout: float) -> ClusterView | CutoverError:
     try:
-        v = future.result()
+        return view(ClusterRef.of(plan, side), timeout)
     except CutoverError as exc:
-        return {**base, "reachable": False, "error": exc.message, "fix": exc.fix}
+        return exc
+
+
+def _cluster_report(plan: Plan, side: ClusterSide, v: ClusterView | CutoverError | interrupt.Late) -> dict[str, Any]:
+    base = {"bootstrap": plan.cluster(side).get("bootstrap.servers")}
+    if isinstance(v, interrupt.Late):
+        return {**base, "reachable": False, "error": f"the {side} cluster {v.message}",
+                "fix": "check that its brokers answer, or give a longer --timeout"}
+    if isinstance(v, CutoverError):
+        return {**base, "reachable": False, "error": v.message, "fix": v.fix}
     topics = plan.spec.topics.select(list(v.topics))
     return {
         **base,
@@ -199,7 +238,7 @@ def _registry_report(plan: Plan, timeout: float) -> dict[str, Any] | None:
 
 
 def _left(deadline: float) -> float:
-    return max(1.0, deadline - time.monotonic())
+    return max(STEP_MIN, deadline - time.monotonic())
 
 
 def _lake_reports(plan: Plan, timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -354,9 +393,13 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"storage {st['location']}: usable: {st['note']}")
     lines += render_readers(report["readers"])
     lines += render_findings(report["findings"])
+    if report.get("unchecked"):
+        lines.append(f"NOT CHECKED (the --timeout ran out before they were asked): {', '.join(report['unchecked'])}")
+        lines.append("  fix: give a longer --timeout, or fix what did not answer above")
     if report["ok"]:
         lines.append("OK: every cluster, the catalog and the storage answered, and nothing in the plan would be "
                      "refused")
     else:
-        lines.append("NOT OK: see above" if not report["reachable"] else "NOT READY: see the findings above")
+        lines.append("NOT OK: see above" if not report["reachable"] or report.get("unchecked")
+                     else "NOT READY: see the findings above")
     return "\n".join(lines)

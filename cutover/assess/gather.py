@@ -204,9 +204,8 @@ def _table(plan: Plan, name: str) -> score.TableFacts:
 def drills(plan: Plan) -> list[dict[str, Any]]:
     """The drills run with this plan (drills.jsonl in its journal folder), oldest first."""
     from cutover.common import json_lines
-    from cutover.switch import journal
 
-    return json_lines(journal.directory(plan) / "drills.jsonl")
+    return json_lines(plan.journal_dir / "drills.jsonl")
 
 
 def _prometheus(plan: Plan, timeout: float) -> dict[str, Any] | Unknown | None:

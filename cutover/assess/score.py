@@ -122,7 +122,7 @@ def _kafka(e: Evidence) -> Row:
     """Kafka semantics: what the old cluster's topics, writers, groups and readers need kept, and whether the
     new cluster can keep it (its capabilities)."""
     row = _kafka_old(e)
-    _target(row, e.target)
+    _target(row, e.target, capabilities.mirror_needs(e.plan.spec.mirror.mode))
     return row
 
 
@@ -177,9 +177,9 @@ def _kafka_old(e: Evidence) -> Row:
     return row
 
 
-def _target(row: Row, target: capabilities.Report | Unknown | None) -> None:
-    """The new cluster's capabilities: a blocker for each one the mirror needs and lacks, a risk for any other
-    it lacks, unknown where neither its API list nor the probe could tell."""
+def _target(row: Row, target: capabilities.Report | Unknown | None, needs: tuple[str, ...]) -> None:
+    """The new cluster's capabilities: a blocker for each one the mirror needs (`needs`: in the plan's mirror
+    mode) and lacks, a risk for any other it lacks, unknown where neither its API list nor the probe could tell."""
     if target is None:
         return
     if isinstance(target, Unknown):
@@ -189,7 +189,7 @@ def _target(row: Row, target: capabilities.Report | Unknown | None) -> None:
     for f in target.findings:
         c = f.capability
         if f.supported is False:
-            verdict: Verdict = "blocker" if c.name in capabilities.MIRROR_NEEDS else "risk"
+            verdict: Verdict = "blocker" if c.name in needs else "risk"
             row.findings.append(Finding(verdict, f"the new cluster lacks {c.name} ({f.evidence}): {c.without}; "
                                         f"{c.cutover_does}"))
         elif f.supported is None and c.probed:

@@ -7,7 +7,14 @@ from typing import Any, cast
 
 import click
 
-from cutover.cli.options import catalog_option, output_option, plan_option, report_option, timeout_option
+from cutover.cli.options import (
+    catalog_option,
+    output_option,
+    plan_option,
+    platform_option,
+    report_option,
+    timeout_option,
+)
 from cutover.errors import CutoverError, UsageError
 from cutover.output import Format, emit
 
@@ -110,17 +117,22 @@ def show_cmd(runbook: str, params: tuple[str, ...]) -> int:
 @click.option("--records", type=click.IntRange(10), default=500, show_default=True,
               help="Records to wait for in each of the four traffic phases (old cluster, new, old again, new "
               "again). The producer runs at --rate throughout, so the summary's total is higher.")
-@click.option("--old-pipeline", type=click.Choice(["sink", "stand-in"]), default="sink", show_default=True,
+@click.option("--old-pipeline", type=click.Choice(["sink", "stand-in"]), default=None,
               help="What writes the old tables: Apache Iceberg's Kafka Connect sink (a Connect worker in the "
-              "sandbox; promote and rollback hand the same connector over), or cutover's own Spark job.")
+              "sandbox; promote and rollback hand the same connector over; the default), or cutover's own Spark "
+              "job (the stand-in; the only one with --platform new=tansu).")
+@platform_option("new=tansu: the pilot of a platform that writes its own Iceberg tables. The new cluster runs on "
+                 "Tansu (built once per machine by scripts/tansu) writing each topic into a table of the REST catalog; "
+                 "runs runbooks/platform-table-pilot.yaml: the old pipeline's tables beside Tansu's, compared with "
+                 "their freshness, promote handing the name over to Tansu's, rollback back.")
 @click.option("--format", "value_format", type=click.Choice(["json", "avro"]), default="json", show_default=True,
               help="The records' values: JSON, or Avro in the Confluent wire format with a schema registry per "
               "cluster (the sandbox's, started if needed), moved with its ids at promote and back at rollback.")
 @catalog_option
 @output_option
 @timeout_option(whole=False)
-def demo_cmd(sandbox_dir: str | None, rate: int, records: int, old_pipeline: str, value_format: str,
-             catalog: str | None, fmt: Format, timeout: float) -> int:
+def demo_cmd(sandbox_dir: str | None, rate: int, records: int, old_pipeline: str | None, platforms: dict[str, str],
+             value_format: str, catalog: str | None, fmt: Format, timeout: float) -> int:
     """The whole migration on the local sandbox: traffic, mirror, shadow, verify, promote, rollback.
 
     Brings the sandbox up, runs runbooks/full-migration.yaml with --auto on a fresh demo plan,
@@ -128,8 +140,9 @@ def demo_cmd(sandbox_dir: str | None, rate: int, records: int, old_pipeline: str
     """
     from cutover.drill import demo, runner
 
+    platform = demo.platform_of(platforms, old_pipeline, value_format, catalog)
     summary = demo.run(Path(sandbox_dir) if sandbox_dir else None, rate, records, catalog, timeout,
-                       cast(demo.OldPipeline, old_pipeline), value_format)
+                       cast(demo.OldPipeline, old_pipeline or "sink"), value_format, platform)
     emit(summary, fmt, demo.render)
     if not summary["passed"]:
         raise runner.DrillFailed(f"the demo failed; the report says where: {summary['report']}",

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from cutover.cli.options import catalog_option, output_option
+from cutover.cli.options import catalog_option, output_option, per_cluster, platform_option
 from cutover.errors import UsageError
 from cutover.jvm import KAFKA_VERSIONS
 from cutover.local.broker import SECURITY
@@ -74,22 +73,6 @@ def local_group() -> None:
     """Run a local sandbox: two real Kafka clusters ("old", "new") and an Iceberg catalog."""
 
 
-def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[..., dict[str, str]]:
-    """A click callback for a repeatable CLUSTER=VALUE option, VALUE one of `choices`."""
-
-    def parse(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for value in values:
-            side, _, chosen = value.partition("=")
-            if side not in ("old", "new") or chosen not in choices:
-                raise click.BadParameter(f"{value!r}: expected CLUSTER={what} with CLUSTER old or new and {what} "
-                                         f"one of {', '.join(choices)} (for example {example})")
-            out[side] = chosen
-        return out
-
-    return parse
-
-
 @local_group.command("up")
 @_dir_option
 @output_option
@@ -97,29 +80,27 @@ def _per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[
               help="Start this cluster with SASL/SCRAM and ACLs (users 'admin' and read-only 'reader'); "
               "the same as --security CLUSTER=scram. Only when the sandbox is first created.")
 @click.option("--security", "security", multiple=True, metavar="CLUSTER=MODE",
-              callback=_per_cluster("MODE", SECURITY, "--security old=mtls"),
+              callback=per_cluster("MODE", SECURITY, "--security old=mtls"),
               help="The client listener of a cluster: plaintext (default), scram (SASL/SCRAM), tls (server "
               "certificate), sasl_ssl (SCRAM over TLS) or mtls (client certificates, CN = user). Certificates "
               "come from a CA made for the sandbox (folder tls/). Repeat for each cluster. Only when the "
               "sandbox is first created.")
 @click.option("--kafka-version", "versions", multiple=True, metavar="CLUSTER=VERSION",
-              callback=_per_cluster("VERSION", KAFKA_VERSIONS, "--kafka-version old=3.9.1"),
+              callback=per_cluster("VERSION", KAFKA_VERSIONS, "--kafka-version old=3.9.1"),
               help="The Kafka release a cluster runs: 4.1.1 (default) or 3.9.1, resolved from Maven Central "
               "(for example --kafka-version old=3.9.1). Only when the sandbox is first created.")
-@click.option("--brokers", "sizes", multiple=True, metavar="CLUSTER=N", callback=_per_cluster("N", ("1", "3"),
+@click.option("--brokers", "sizes", multiple=True, metavar="CLUSTER=N", callback=per_cluster("N", ("1", "3"),
               "--brokers old=3"), help="Brokers in a cluster: 1 (default) or 3 (combined broker+controller "
               "nodes in one quorum; topics default to replication factor 3 and min.insync.replicas 2). Only when "
               "the sandbox is first created.")
 @click.option("--metadata", "metadata", multiple=True, metavar="CLUSTER=MODE",
-              callback=_per_cluster("MODE", ("kraft", "zookeeper"), "--metadata old=zookeeper"),
+              callback=per_cluster("MODE", ("kraft", "zookeeper"), "--metadata old=zookeeper"),
               help="How a cluster keeps its metadata: kraft (default) or zookeeper (a ZooKeeper server beside "
               "the brokers; Kafka 3.9.1, the last release with it, which it then defaults to). Only when the "
               "sandbox is first created.")
-@click.option("--platform", "platforms", multiple=True, metavar="CLUSTER=NAME",
-              callback=_per_cluster("NAME", ("kafka", "tansu"), "--platform new=tansu"),
-              help="Which Kafka implementation runs a cluster: kafka (Apache Kafka, default) or tansu (Tansu 0.6.0, "
-              "one plaintext broker keeping its log in a SQLite file; built once per machine by scripts/tansu). "
-              "Only when the sandbox is first created.")
+@platform_option("Which Kafka implementation runs a cluster: kafka (Apache Kafka, default) or tansu (Tansu 0.6.0, "
+                 "one plaintext broker keeping its log in a SQLite file; built once per machine by scripts/tansu). "
+                 "Only when the sandbox is first created.")
 @catalog_option
 @click.option("--registry", is_flag=True, help="Also run a schema registry with the Confluent API per cluster "
               "(Apicurio Registry, built from Maven Central on first use), on 127.0.0.1; the plan gets a registry "

@@ -162,3 +162,25 @@ def stop_on_signals() -> Iterator[Stop]:
     stop = Stop()
     with interrupt.graceful(stop, stop.in_flight):
         yield stop
+
+
+def per_cluster(what: str, choices: tuple[str, ...], example: str) -> Callable[..., dict[str, str]]:
+    """A click callback for a repeatable CLUSTER=VALUE option, VALUE one of `choices`."""
+
+    def parse(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for value in values:
+            side, _, chosen = value.partition("=")
+            if side not in ("old", "new") or chosen not in choices:
+                raise click.BadParameter(f"{value!r}: expected CLUSTER={what} with CLUSTER old or new and {what} "
+                                         f"one of {', '.join(choices)} (for example {example})")
+            out[side] = chosen
+        return out
+
+    return parse
+
+
+def platform_option(help_text: str) -> Callable[[F], F]:
+    """--platform CLUSTER=NAME (kafka or tansu) for the commands that create the local sandbox (local up, demo)."""
+    return click.option("--platform", "platforms", multiple=True, metavar="CLUSTER=NAME",
+                        callback=per_cluster("NAME", ("kafka", "tansu"), "--platform new=tansu"), help=help_text)

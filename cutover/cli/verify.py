@@ -17,10 +17,13 @@ from cutover.output import Format, emit, progress
 @report_option("Also write DIR/report.html (for people) and DIR/result.json.")
 @click.option("--samples", "sample_size", type=click.IntRange(0, 1000), default=10, show_default=True,
               help="Sample rows shown per kind of difference.")
+@click.option("--freshness", is_flag=True,
+              help="Also measure each table's record-to-commit delay, p50 and p95 (always for a table the new "
+                   "cluster's platform writes): one more pass over each table.")
 @output_option
 @timeout_option(whole=False)
-def verify_cmd(plan_file: str, which: str | None, report_dir: str | None, sample_size: int, fmt: Format,
-               timeout: float) -> int:
+def verify_cmd(plan_file: str, which: str | None, report_dir: str | None, sample_size: int, freshness: bool,
+               fmt: Format, timeout: float) -> int:
     """Reconcile old vs new tables (counts, offsets, content) and run the great-expectations suites.
 
     Exit 0 when every gate holds, 4 when differences exceed a gate, 1 on error. The
@@ -29,7 +32,8 @@ def verify_cmd(plan_file: str, which: str | None, report_dir: str | None, sample
     from cutover.plan import load_plan
     from cutover.verify import report, run
 
-    result = run.verify(load_plan(plan_file), run.Options(table=which, sample_size=sample_size, timeout=timeout))
+    result = run.verify(load_plan(plan_file), run.Options(table=which, sample_size=sample_size, timeout=timeout,
+                                                             freshness=freshness))
     if report_dir:
         with writing_report(report_dir):
             progress(f"report: {report.write(result, Path(report_dir))}")

@@ -23,12 +23,15 @@ from cutover.drill import model, runner
 from cutover.plan import Plan, derive, load_plan
 
 RUNBOOK = model.RUNBOOKS / "full-migration.yaml"
-ORDERS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "order_id", "type": "string"},
-          {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
-          {"name": "currency", "type": "string"}, {"name": "created_at", "type": "long"}]
-PAYMENTS = [{"name": "seq", "type": "long", "nullable": False}, {"name": "payment_id", "type": "string"},
-            {"name": "order_id", "type": "string"}, {"name": "amount", "type": "double"},
-            {"name": "method", "type": "string"}]
+#: The demo onto a platform that writes its own tables (`--platform new=tansu`).
+PILOT = model.RUNBOOKS / "platform-table-pilot.yaml"
+Columns = list[dict[str, Any]]
+ORDERS: Columns = [{"name": "seq", "type": "long", "nullable": False}, {"name": "order_id", "type": "string"},
+                   {"name": "customer", "type": "string"}, {"name": "amount", "type": "double"},
+                   {"name": "currency", "type": "string"}, {"name": "created_at", "type": "long"}]
+PAYMENTS: Columns = [{"name": "seq", "type": "long", "nullable": False}, {"name": "payment_id", "type": "string"},
+                     {"name": "order_id", "type": "string"}, {"name": "amount", "type": "double"},
+                     {"name": "method", "type": "string"}]
 #: The old table's Kafka metadata columns as Iceberg's sink writes them (its KafkaMetadataTransform).
 SINK_COLUMNS = {"partition": "_kafka_metadata_partition", "offset": "_kafka_metadata_offset",
                 "topic": "_kafka_metadata_topic", "timestamp": "_kafka_metadata_timestamp"}
@@ -85,13 +88,64 @@ def demo_plan(sandbox: Any, folder: Path, ns: str, connect_url: str | None = Non
         ])
 
 
+def pilot_plan(sandbox: Any, folder: Path, ns: str) -> Plan:
+    """The plan of the demo onto Tansu: the old pipeline's tables (its stand-in, on the old cluster) beside the
+    tables Tansu writes itself (tables[].new_writer: tansu), compared by key (`seq`) and content; the mirror in the
+    sandbox plan's idempotent mode, its state on the old cluster. Topic names without dots: Tansu names its
+    table after the topic, in its namespace."""
+    from cutover.local import tansu
+
+    base = load_plan(sandbox.plan_file).spec
+    folder.mkdir(parents=True, exist_ok=True)
+    offsets = {"partition": "kafka_partition", "offset": "kafka_offset", "timestamp": "kafka_timestamp"}
+    pairs = [(f"{ns}_orders", "orders", ORDERS), (f"{ns}_payments", "payments", PAYMENTS)]
+    for topic, _name, columns in pairs:  # what Tansu validates each value against and writes as its table
+        tansu.write_schema(sandbox.dir / "new", topic, columns)
+    return derive(
+        sandbox.plan_file, folder / "plan.yaml", name=ns, routing=None,
+        topics={"include": [f"{ns}_.*"]}, groups={"include": [f"{ns}-.*"]},
+        mirror={"replication_factor": base.mirror.replication_factor, "group_sync_interval": "2s",
+                "state_prefix": f"__cutover_{ns}", "mode": base.mirror.mode,
+                "state_cluster": base.mirror.state_cluster},
+        spark={"master": base.spark.master, "conf": base.spark.conf, "trigger_interval": "2s",
+               "checkpoint_dir": str(folder / "checkpoints")},
+        gates={"quiet_period": "2s", "verify_max_age": "1h"},
+        tables=[{"topic": topic, "old": f"{ns}_legacy.{name}", "new": f"{tansu.NAMESPACE}.{topic}",
+                 "new_writer": "tansu", "key": ["seq"], "schema": columns, "old_offset_columns": offsets}
+                for topic, name, columns in pairs])
+
+
+def platform_of(platforms: dict[str, str], old_pipeline: str | None, value_format: str, catalog: str | None) -> str:
+    """The new cluster's platform for the demo (`--platform`), refusing what the pilot onto Tansu cannot run."""
+    from cutover.errors import UsageError
+
+    if platforms.get("old", "kafka") != "kafka":
+        raise UsageError("--platform old=tansu: the demo migrates from Apache Kafka; only the new cluster runs on "
+                         "another platform", fix="use --platform new=tansu")
+    platform = platforms.get("new", "kafka")
+    if platform == "kafka":
+        return platform
+    refused = [(old_pipeline == "sink", "--old-pipeline sink", "the pilot's old pipeline is the stand-in (Iceberg's "
+                "sink would be handed over to Tansu at promote, and it commits through transactions Tansu lacks)"),
+               (value_format != "json", f"--format {value_format}", "Tansu's tables are written from JSON values "
+                "here (its schemas are files in the sandbox, not a registry)"),
+               (catalog not in (None, "rest"), f"--catalog {catalog}", "Tansu writes its tables through a REST "
+                "catalog only")]
+    for bad, option, why in refused:
+        if bad:
+            raise UsageError(f"{option} with --platform new=tansu: {why}", fix=f"leave {option.split()[0]} out")
+    return platform
+
+
 def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None = None,
         timeout: float = NETWORK_TIMEOUT, old_pipeline: OldPipeline = "sink", value_format: str = "json",
-        ) -> dict[str, Any]:
+        platform: str = "kafka") -> dict[str, Any]:
     from cutover.local.sandbox import Sandbox
     from cutover.output import progress
 
     box = Sandbox(sandbox_dir)
+    if platform == "tansu":
+        return _pilot(box, rate, records, timeout)
     progress("bringing up the local sandbox (two Kafka clusters and an Iceberg catalog"
              + (f" on {catalog}" if catalog and catalog != "sqlite" else "") + ")")
     box.up(catalog=cast(Any, catalog), registry=value_format == "avro")
@@ -110,6 +164,104 @@ def run(sandbox_dir: Path | None, rate: int, records: int, catalog: str | None =
     if out["passed"]:  # the end of the demo's migration: complete (the runbook stops before it, as a rehearsal)
         out.update(_complete(folder, timeout))
     return out
+
+
+def _pilot(box: Any, rate: int, records: int, timeout: float) -> dict[str, Any]:
+    """The demo onto Tansu: runbooks/platform-table-pilot.yaml on a sandbox whose new cluster is Tansu writing its
+    topics into Iceberg tables of the REST catalog."""
+    from cutover.output import progress
+
+    progress("bringing up the local sandbox (Apache Kafka as the old cluster, Tansu writing Iceberg tables as the "
+             "new one, a REST catalog over S3)")
+    box.up(catalog="rest", platforms={"new": "tansu"})
+    ns = "demo_" + time.strftime("%Y%m%d%H%M%S")
+    folder = box.dir / "demo" / ns
+    plan = pilot_plan(box, folder, ns)
+    rb = model.load(PILOT, {"rate": str(rate), "records": str(records)})
+    result = runner.run(rb, plan, runner.Options(auto=True, report_dir=folder / "report", sandbox_dir=box.dir,
+                                                       timeout=timeout))
+    return {"catalog": "rest", "old_pipeline": "stand-in", "format": "json", "platform": "tansu",
+            **pilot_summary(result, folder)}
+
+
+#: The pilot's step where the catalog outage stops the mirror (its error is the summary's).
+OUTAGE_STOP = "the mirror stops, named (the platform refuses every write while its catalog is away)"
+
+
+def pilot_summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
+    steps = {s["name"]: s for s in result["steps"]}
+
+    def detail(name: str, key: str) -> Any:
+        return (steps.get(name) or {}).get("detail", {}).get(key)
+
+    def passed(name: str) -> bool:
+        return (steps.get(name) or {}).get("outcome") == "passed"
+
+    promote = detail("switch to the new cluster (the canonical name to the platform's table)", "freeze_window") or {}
+    return {
+        "passed": result["passed"],
+        "failed_step": result["failed_step"],
+        "records": detail("stop the traffic", "produced"),
+        "verify_passed": passed("the tables agree"),
+        "freshness": detail("the tables agree", "freshness"),
+        "catalog_outage": {
+            "mirror_stopped_saying": detail(OUTAGE_STOP, "error"),
+            "resumed": passed("the mirror goes on from where it stopped") and passed("the mirror keeps up")},
+        "replay_passed": passed("the replay agrees with the platform's table"),
+        "freeze_window_seconds": promote.get("seconds"),
+        "carried_back": detail("switch back to the old cluster (the canonical name to the old table)", "carried_back"),
+        "verify_after_round_trip_passed": passed("the tables agree after the round trip"),
+        "each_cluster_exactly_once": passed("the new cluster holds every record exactly once") and passed(
+            "the old cluster holds every record exactly once (the reverse mirror carries them back)"),
+        "old_table_exactly_once": passed("the old pipeline's table holds every record exactly once"),
+        "report": str(folder / "report" / "report.html"),
+        "plan": str(folder / "plan.yaml"),
+    }
+
+
+def _yes(v: Any) -> str:
+    return "yes" if v else "NO"
+
+
+def _failed(s: dict[str, Any]) -> list[str]:
+    """The summary's line naming the step that failed, if one did."""
+    f = s["failed_step"]
+    return [f"  failed at step {f['number']} ({f['name']}): {f['error']}"] if f else []
+
+
+def _render_pilot(s: dict[str, Any]) -> str:
+    yes = _yes
+
+    def fresh(side: dict[str, Any] | None) -> str:
+        if not side or side.get("p50_ms") is None:
+            return "-"
+        return f"p50 {side['p50_ms'] / 1000:.1f}s, p95 {side['p95_ms'] / 1000:.1f}s"
+
+    lines = [f"demo {'PASSED' if s['passed'] else 'FAILED'} (new cluster: Tansu writing its own Iceberg tables; "
+             "old pipeline: the stand-in; catalog: rest over S3)", *_failed(s)]
+
+    def row(label: str, value: str) -> str:
+        return f"  {label + ':':44} {value}"
+
+    outage = s["catalog_outage"]
+    lines += [row("records produced (three phases)", f"{s['records'] or 0:,}"),
+              row("platform's table agrees with the old one", f"{yes(s['verify_passed'])} (by key and content)"),
+              row("a replay of the old log agrees with it", yes(s["replay_passed"])),
+              row("catalog outage: the mirror stopped, named", yes(outage["mirror_stopped_saying"])),
+              row("catalog outage: the mirror resumed", yes(outage["resumed"]))]
+    for table, f in sorted((s.get("freshness") or {}).items()):
+        lines.append(f"  freshness of {table}: old pipeline {fresh(f.get('old'))}; platform {fresh(f.get('new'))}")
+    lines += [
+        row("freeze window at promote",
+            f"{s['freeze_window_seconds']:.1f}s" if s["freeze_window_seconds"] is not None else "-"),
+        row("rollback carried back", f"{s['carried_back'] or 0:,} records written on Tansu"),
+        row("tables agree after the round trip", yes(s["verify_after_round_trip_passed"])),
+        row("each cluster holds each record once", yes(s["each_cluster_exactly_once"])),
+        row("the old pipeline's table exactly once", yes(s["old_table_exactly_once"])),
+        f"  report: {s['report']}",
+        f"  plan:   {s['plan']}",
+    ]
+    return "\n".join(lines)
 
 
 def _complete(folder: Path, timeout: float) -> dict[str, Any]:
@@ -162,18 +314,17 @@ def summary(result: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def render(s: dict[str, Any]) -> str:
-    def yes(v: Any) -> str:
-        return "yes" if v else "NO"
+    if s.get("platform") == "tansu":
+        return _render_pilot(s)
+    yes = _yes
 
     lines = [f"demo {'PASSED' if s['passed'] else 'FAILED'}"
              + (f" (catalog: {s['catalog']}{'' if s['catalog'] == 'sqlite' else ' over S3'})" if s.get("catalog")
                 else "")
              + {"sink": "; old pipeline: Iceberg's Kafka Connect sink", "stand-in": "; old pipeline: the stand-in",
                 None: ""}[s.get("old_pipeline")]
-             + ("; values: Avro with a schema registry per cluster" if s.get("format") == "avro" else "")]
-    if s["failed_step"]:
-        lines.append(f"  failed at step {s['failed_step']['number']} ({s['failed_step']['name']}): "
-                     f"{s['failed_step']['error']}")
+             + ("; values: Avro with a schema registry per cluster" if s.get("format") == "avro" else ""),
+             *_failed(s)]
     lines += [
         f"  records produced (all four phases):   {s['records'] or 0:,}",
         f"  consumer group moved exactly (3x):    {yes(s['consumed_exactly_once'])}",

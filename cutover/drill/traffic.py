@@ -16,6 +16,7 @@ cluster) and `stop` (the consumer commits, leaves its group, acknowledges with
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import threading
 import time
@@ -45,13 +46,15 @@ class Sent:
     seq: int
 
 
-def event(topic: str, seq: int, version: int = 1, encoding: Codec | None = None) -> tuple[bytes, bytes, list[Any]]:
+def event(topic: str, seq: int, version: int = 1, encoding: Codec | None = None,
+          json_keys: bool = False) -> tuple[bytes, bytes, list[Any]]:
     """One sample record (key, value, headers) of `topic`, with this sequence number."""
-    return _event(topic, seq, random.Random(seq), version, encoding or codec.JsonCodec())
+    return _event(topic, seq, random.Random(seq), version, encoding or codec.JsonCodec(), json_keys)
 
 
 def _event(topic: str, seq: int, rnd: random.Random, version: int,
-           encoding: Codec) -> tuple[bytes, bytes, list[Any]]:
+           encoding: Codec, json_keys: bool = False) -> tuple[bytes, bytes, list[Any]]:
+    """`json_keys`: the key as a JSON string (`"c042"`), for a platform whose tables read keys as JSON (Tansu)."""
     customer = f"c{rnd.randint(1, 50):03d}"
     if topic.endswith("payments"):
         body: dict[str, Any] = {"seq": seq, "payment_id": f"p{seq}", "order_id": f"o{rnd.randint(1, 10**6)}",
@@ -62,7 +65,7 @@ def _event(topic: str, seq: int, rnd: random.Random, version: int,
         if version >= 2:
             body["channel"] = rnd.choice(["web", "app", "store"])  # the schema change of a drill
     headers = [("source", b"cutover-drill"), ("trace", uuid.uuid4().hex[:16].encode())]
-    return customer.encode(), encoding.encode(topic, body), headers
+    return (json.dumps(customer) if json_keys else customer).encode(), encoding.encode(topic, body), headers
 
 
 class _Worker:
@@ -114,6 +117,8 @@ class Traffic(_Worker):
     topics: list[str]
     rate: float = 100.0
     transactions: bool = True
+    #: keys as JSON strings (see `_event`)
+    json_keys: bool = False
     version: int = 1
     #: Sequence numbers start at the drill's start time in microseconds, so records of earlier
     #: drills on the same topics are told apart from this one's.
@@ -151,7 +156,7 @@ class Traffic(_Worker):
                         txn.begin_transaction()
                     for _ in range(5):
                         topic = self.topics[seq % len(self.topics)]
-                        key, value, headers = _event(topic, seq, rnd, self.version, encoding)
+                        key, value, headers = _event(topic, seq, rnd, self.version, encoding, self.json_keys)
                         producer.produce(topic, key=key, value=value, headers=headers,
                                          on_delivery=self._acked(side, seq, pending, keep=not in_txn))
                         seq += 1

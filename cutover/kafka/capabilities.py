@@ -55,10 +55,13 @@ class Capability:
 CAPABILITIES: tuple[Capability, ...] = (
     Capability("transactions", (22, 24, 25, 26, 28),
                "the mirror writes each batch of records and its own progress in one transaction",
-               "the mirror cannot be exactly-once across crashes: a copy cut short between its records and its "
-               "progress is written again",
-               "cutover mirror refuses this cluster as its target (exit 3), naming the missing API, before it "
-               "writes anything", probed=True),
+               "the mirror cannot write records and progress atomically, nor can the broker fence a second "
+               "process of one shard",
+               "cutover mirror refuses this cluster as its target (exit 3) before it writes anything, unless the plan "
+               "says mirror.mode: idempotent: idempotent writes, the progress written after its records, and at a "
+               "restart the records written past it matched to the source by content and recorded, never written "
+               "again (still exactly once); a second process of one shard is found at its next group sync, not "
+               "fenced", probed=True),
     Capability("read-committed", (), "readers and the mirror's reverse direction skip aborted records",
                "a read_committed consumer sees records of aborted transactions",
                "cutover mirror --reverse refuses to read this cluster (exit 3): it would copy aborted records",
@@ -93,6 +96,11 @@ BY_NAME = {c.name: c for c in CAPABILITIES}
 #: What the mirror needs of its target: one transaction per batch (records and progress together),
 #: idempotent writes, and every header kept.
 MIRROR_NEEDS = ("transactions", "idempotent-producer", "headers")
+
+
+def mirror_needs(mode: str) -> tuple[str, ...]:
+    """What the mirror needs of its target in a plan's mirror.mode: idempotent mode does without transactions."""
+    return MIRROR_NEEDS if mode == "transactional" else tuple(n for n in MIRROR_NEEDS if n != "transactions")
 
 
 @dataclass(frozen=True)
@@ -202,9 +210,11 @@ def require(report: Report, names: Iterable[str], command: str) -> None:
     missing = [report.get(n) for n in names if report.get(n).supported is False]
     if missing:
         why = "; ".join(f"{f.capability.name}: {f.evidence} ({f.capability.without})" for f in missing)
-        raise Refused(f"{command} cannot run on the {report.cluster} cluster: {why}",
-                           fix="choose a target that has them, or see docs/limitations.md for what cutover "
-                               "keeps on this platform")
+        fix = ("choose a target that has them, or see docs/limitations.md for what cutover keeps on this platform")
+        if [f.capability.name for f in missing] == ["transactions"]:
+            fix = ("set mirror.mode: idempotent in the plan (exactly once without transactions: see "
+                   "docs/guide/platforms.md), or choose a target that has transactions")
+        raise Refused(f"{command} cannot run on the {report.cluster} cluster: {why}", fix=fix)
 
 
 def markdown() -> str:

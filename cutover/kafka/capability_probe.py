@@ -43,6 +43,10 @@ def run(props: Mapping[str, str], topic: str, timeout: float, transactions: bool
             answers["read-committed"] = (None, "no transactions to abort: read_committed cannot be told apart")
         return answers, facts
     finally:
+        # No request of the probe's may still be in flight when the topic goes: Tansu 0.6.0 (SQLite storage)
+        # panicked serving a fetch of the scratch topic as it was deleted, and answered nothing after that. Its
+        # consumers long-poll for FETCH_WAIT_MS at most; this waits that out, and a little more, first.
+        time.sleep(4 * FETCH_WAIT_MS / 1000)
         with contextlib.suppress(Exception):
             admin.delete_topics([topic], operation_timeout=timeout)[topic].result(timeout)
 
@@ -102,7 +106,8 @@ def _transactions(props: Mapping[str, str], topic: str, timeout: float) -> tuple
 
 
 def _end(props: Mapping[str, str], topic: str, timeout: float) -> int | None:
-    consumer = Consumer(_quiet(props, **{"group.id": f"cutover-probe-{uuid.uuid4().hex[:8]}"}))
+    consumer = Consumer(_quiet(props, **{"group.id": f"cutover-probe-{uuid.uuid4().hex[:8]}",
+                                         "fetch.wait.max.ms": FETCH_WAIT_MS}))
     try:
         return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout)[1])
     except KafkaException:
@@ -114,7 +119,7 @@ def _end(props: Mapping[str, str], topic: str, timeout: float) -> int | None:
 def _read(props: Mapping[str, str], topic: str, isolation: str, want: int, timeout: float) -> list[Any]:
     consumer = Consumer(_quiet(props, **{"group.id": f"cutover-probe-{uuid.uuid4().hex[:8]}",
                                          "enable.auto.commit": False, "isolation.level": isolation,
-                                         "enable.partition.eof": True}))
+                                         "enable.partition.eof": True, "fetch.wait.max.ms": FETCH_WAIT_MS}))
     got: list[Any] = []
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
@@ -141,6 +146,11 @@ def _create(admin: AdminClient, topic: str, timeout: float) -> None:
         except KafkaException:
             if replication == 1:
                 raise
+
+
+#: How long a probe consumer's fetch may wait at the broker for records (librdkafka's fetch.wait.max.ms): short, so
+#: that none is still waiting there when the scratch topic is deleted.
+FETCH_WAIT_MS = 50
 
 
 def _quiet(props: Mapping[str, str], **extra: Any) -> dict[str, Any]:

@@ -112,9 +112,23 @@ class ClusterRef:
         if isinstance(kerr, KafkaError) and kerr.code() > 0 and not kerr.retriable() \
                 and kerr.code() not in _AUTH_CODES:  # the cluster answered the request: its words, not "unreachable"
             return _answered(self, kerr, doing)
+        if isinstance(kerr, KafkaError) and kerr.code() == KafkaError.UNKNOWN:  # answered, without saying why
+            return CutoverError(f"{self.describe()} failed {doing} with an error it did not name "
+                                "(UNKNOWN_SERVER_ERROR): it was reached and answered",
+                                fix="its log says why; for Tansu 0.6.0 writing Iceberg tables, a record is refused so "
+                                    "while its Iceberg catalog does not answer, or when its topic has no schema or "
+                                    "the record does not fit its table's schema (a new field) (docs/limitations.md); "
+                                    "then run the same command again")
         candidates = [kerr] if isinstance(kerr, KafkaError) else []
         candidates += reversed(self.errors)
         found = diagnose.explain([*(e.str() for e in candidates), *self.recent_failures()], self.properties)
+        if found is not None and found.kind == "closed" and _principal(self) in _ADMITTED:
+            # it served this principal before in this process: not a listener of another security protocol
+            return UnreachableError(f"{self.describe()} closed the connection on the request while {doing}, after "
+                                    "it had served this client: it failed to serve that request",
+                                    fix="the brokers' log says why (for Tansu 0.6.0 with SQLite storage, describing "
+                                        "a consumer group it holds: docs/limitations.md); then run the same command "
+                                        "again")
         if found is not None and found.kind in diagnose.BEFORE_TLS:  # SASL set up wrong, DNS: said exactly
             return UnreachableError(f"could not reach {self.describe()} while {doing}: {found.what}", fix=found.fix)
         refused = next((e for e in candidates if e.code() in _CREDENTIAL_CODES), None)

@@ -13,6 +13,7 @@ from pathlib import Path
 from cutover import jvm
 from cutover.errors import CutoverError, RightsDenied, UnreachableError
 from cutover.kafka.clients import ClusterRef
+from cutover.kafka.java_client import java_properties
 from cutover.secrets import scrub
 
 _DENIED = ("ClusterAuthorizationException", "AuthorizationException", "SaslAuthenticationException",
@@ -22,8 +23,6 @@ _DENIED = ("ClusterAuthorizationException", "AuthorizationException", "SaslAuthe
 def run(program: Path, ref: ClusterRef, args: list[str], doing: str, timeout: float, denied_fix: str) -> str:
     """The program's stdout; RightsDenied (fix: `denied_fix`) when the cluster refused the principal,
     UnreachableError for anything else."""
-    from cutover.shadow.source import java_properties
-
     props = java_properties(ref.name, ref.properties)
     props.setdefault("request.timeout.ms", str(int(timeout * 1000)))
     props.setdefault("default.api.timeout.ms", str(int(timeout * 1000)))
@@ -32,8 +31,8 @@ def run(program: Path, ref: ClusterRef, args: list[str], doing: str, timeout: fl
         fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
             out.writelines(f"{k}={escape(v)}\n" for k, v in props.items())
-        cmd = [jvm.java(), "-Xmx256m", *jvm.LEAN, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp",
-               os.pathsep.join(str(j) for j in jvm.resolve(jvm.KAFKA_BROKER)), str(program), str(config), *args]
+        cmd = [jvm.java(), "-Xmx256m", *jvm.LEAN, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+               *jvm.program(program, jvm.resolve(jvm.KAFKA_BROKER)), str(config), *args]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60, check=False)
         except subprocess.TimeoutExpired:

@@ -198,8 +198,8 @@ def _start_rest(spec: CatalogSpec, storage: StorageSpec, secrets: dict[str, str]
     jar = jvm.resolve(jvm.REST_CATALOG)[0]
     # Iceberg's own main listens on every interface, with no setting to choose one: a program beside this
     # module runs the same server on 127.0.0.1 only (RestCatalogServer.java).
-    cmd = [jvm.java(), "-Xms64m", "-Xmx512m", *jvm.LEAN, f"-Dcutover.sandbox.config={spec.config_file}", "-cp",
-           str(jar), str(_REST_PROGRAM), LOOPBACK]
+    cmd = [jvm.java(), "-Xms64m", "-Xmx512m", *jvm.LEAN, f"-Dcutover.sandbox.config={spec.config_file}",
+           *jvm.program(_REST_PROGRAM, [jar]), LOOPBACK]
     return _start(spec, cmd, env, lambda _log: True)  # Jetty opens the port once the catalog is loaded
 
 

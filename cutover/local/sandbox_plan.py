@@ -12,8 +12,9 @@ from cutover.plan.model import Catalog
 
 
 def document(catalog: Catalog, clusters: Mapping[str, dict[str, str]], env_file: str,
-             replication_factor: int) -> dict[str, Any]:
-    """The sandbox plan, ready for YAML: its clusters' client properties, its catalog, everything selected."""
+             replication_factor: int, mirror: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The sandbox plan, ready for YAML: its clusters' client properties, its catalog, everything selected;
+    `mirror`: more mirror keys (its mode and state's cluster on a Tansu sandbox)."""
     cat: dict[str, Any] = {"name": catalog.name, "type": catalog.type, "uri": catalog.uri}
     if catalog.warehouse:
         cat["warehouse"] = catalog.warehouse
@@ -33,7 +34,7 @@ def document(catalog: Catalog, clusters: Mapping[str, dict[str, str]], env_file:
         "catalog": cat,
         "spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": "4",
                                                  "spark.driver.extraJavaOptions": " ".join(jvm.LEAN)}},
-        "mirror": {"replication_factor": replication_factor, "group_sync_interval": "5s"},
+        "mirror": {"replication_factor": replication_factor, "group_sync_interval": "5s", **(mirror or {})},
         "routing": {"file": "routing.json"},
         "tables": [],
     }

@@ -66,7 +66,7 @@ class ConnectWorker:
                                                                       strict=True)):
                     raise SandboxError(f"the {cs.cluster} cluster is not running: the Connect worker runs on it",
                                        fix=f"cutover local start {cs.cluster}, then start connect again")
-                from cutover.shadow.source import java_properties
+                from cutover.kafka.java_client import java_properties
 
                 progress(f"starting the {spec.title} at {spec.url}")
                 cs.pid = connect.start(spec, java_properties(cs.cluster, self.client_properties(cs.cluster, st)))

@@ -102,9 +102,8 @@ class Copier:
                  timeout: float = 30.0) -> None:
         self.rt, self.shard, self.txn_id, self.timeout = rt, shard, txn_id, timeout
         self.producer = Producer(rt.target.config(**{
-            "transactional.id": txn_id, "acks": "all", "linger.ms": 10, "batch.size": batch_size,
-            "compression.type": compression,
-            "message.max.bytes": 1_000_000_000, "transaction.timeout.ms": 60_000}))
+            "acks": "all", "linger.ms": 10, "batch.size": batch_size, "compression.type": compression,
+            "message.max.bytes": 1_000_000_000, **self._writes()}))
         self.consumer = Consumer(rt.source.config(**{
             "group.id": f"{txn_id}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
             "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
@@ -129,12 +128,22 @@ class Copier:
         #: which this mirror maps to it instead of copying it back (see _copies).
         self.others: dict[TP, PartitionMap] = {}
 
+    def _writes(self) -> dict[str, Any]:
+        """The producer settings of this copier's way of writing: a transactional id."""
+        return {"transactional.id": self.txn_id, "transaction.timeout.ms": 60_000}
+
     def init(self) -> None:
         """Fence older producers of this shard and abort their open transaction."""
         self._call(lambda: self.producer.init_transactions(self.timeout), "starting the transactional producer")
 
-    def assign(self, source_cluster: str, maps: dict[TP, PartitionMap], log: st.ShardLog | None = None) -> None:
-        """Own these partitions from the given points on; `log` is where this shard's state stands."""
+    def assign(self, source_cluster: str, maps: dict[TP, PartitionMap], log: st.ShardLog | None = None,
+               intent: Mapping[str, Any] | None = None) -> None:
+        """Own these partitions from the given points on; `log` is where this shard's state stands. (`intent`:
+        the idempotent mode's, mirror/idempotent.py; a transaction leaves nothing beyond its progress.)"""
+        self._own(source_cluster, maps, log)
+        self._start_reading(maps)
+
+    def _own(self, source_cluster: str, maps: dict[TP, PartitionMap], log: st.ShardLog | None) -> None:
         if self.writer is None:
             self.writer = st.StateWriter(self.rt, source_cluster, str(self.shard), log)
         self.source_cluster = source_cluster
@@ -142,13 +151,16 @@ class Copier:
             if tp not in self.maps:
                 self.maps[tp] = pm
                 self.dirty.add(tp)  # a new partition's starting point is progress too
+
+    def _start_reading(self, maps: dict[TP, PartitionMap]) -> None:
+        """Read these partitions from their progress on."""
         # Metadata first: librdkafka fetches a newly assigned topic it has no metadata for only after its
         # next scan for unknown topics (up to 1 s; about 0.3 to 0.5 s measured here).
         try:
             self.consumer.list_topics(timeout=self.timeout)
         except KafkaException as exc:  # the source went away between two reads: named, as every read is
             raise self.rt.source.failure(exc, "reading the new partitions' metadata", self.consumer) from None
-        self.consumer.incremental_assign([TopicPartition(t, p, pm.next_src) for (t, p), pm in maps.items()])
+        self.consumer.incremental_assign([TopicPartition(t, p, self.maps[(t, p)].next_src) for t, p in maps])
 
     def close(self) -> None:
         self.consumer.close()
@@ -349,12 +361,7 @@ class Copier:
         written = self._write_ranges(parts, gaps, sent) if not self.others else None
         mapped: dict[int, int] = {}
         if written is None:  # every record's target offset, one callback each
-            messages = [m for msgs in parts.values() for m in msgs]
-            mapped = self._copies(messages)
-            oversized = self._oversized(messages, mapped)
-            if oversized is not None:
-                index, limit = oversized
-                self._stop_before(messages, gaps, index, f"it is larger than the topic's max.message.bytes ({limit})")
+            messages, mapped = self._checked(parts, gaps)
             results: list[tuple[int, int]] = [(i, tgt) for i, tgt in mapped.items()]  # (index, target offset)
             failures: list[tuple[int, KafkaError]] = []
             self._call(self.producer.begin_transaction, "beginning a transaction")
@@ -365,9 +372,25 @@ class Copier:
             if failures:
                 return self._failed(messages, reached, gaps, failures)
             written = _written(messages, results, mapped)
+        return self._record(written, reached, gaps, len(mapped))
+
+    def _checked(self, parts: dict[TP, list[Message]], gaps: dict[TP, Gap]) -> tuple[list[Message], dict[int, int]]:
+        """The batch's records in write order and those the opposite mirror wrote (see `_copies`), once none is
+        too large for the target (else the records before the first that is are committed, and it stops)."""
+        messages = [m for msgs in parts.values() for m in msgs]
+        mapped = self._copies(messages)
+        oversized = self._oversized(messages, mapped)
+        if oversized is not None:
+            index, limit = oversized
+            self._stop_before(messages, gaps, index, f"it is larger than the topic's max.message.bytes ({limit})")
+        return messages, mapped
+
+    def _record(self, written: dict[TP, Written], reached: dict[TP, int], gaps: dict[TP, Gap], mapped: int) -> int:
+        """Write the progress the records `written` make (and the pending group syncs and notes), end the
+        transaction and take that progress as the maps'. Returns records copied."""
         updates = self._updates(written, reached, gaps)
         if not updates and not self._pending_groups and not self._pending_notes:
-            self._call(lambda: self.producer.abort_transaction(self.timeout), "ending an empty transaction")
+            self._end(empty=True)
             return 0
         writer = self.writer
         assert writer is not None
@@ -383,7 +406,7 @@ class Copier:
             self._state(self.rt.progress_topic, key, value)
         self._flush()
         try:
-            self._call(lambda: self.producer.commit_transaction(self.timeout), "committing a transaction")
+            self._end(empty=False)
         except BaseException:
             writer.aborted()
             raise
@@ -399,10 +422,17 @@ class Copier:
         self._pending_groups, self._pending_notes = [], []
         copied = sum(w.records for w in written.values())
         self.totals.records += copied
-        self.totals.mapped += len(mapped)
+        self.totals.mapped += mapped
         self.totals.bytes += sum(w.bytes for w in written.values())
         self.totals.transactions += 1
         return copied
+
+    def _end(self, empty: bool) -> None:
+        """End the transaction: commit it, or abort an `empty` one (nothing to commit)."""
+        if empty:
+            self._call(lambda: self.producer.abort_transaction(self.timeout), "ending an empty transaction")
+        else:
+            self._call(lambda: self.producer.commit_transaction(self.timeout), "committing a transaction")
 
     def _write_ranges(self, parts: dict[TP, list[Message]], gaps: dict[TP, Gap],
                       sent: _Sent | None = None) -> dict[TP, Written] | None:

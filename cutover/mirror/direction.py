@@ -59,7 +59,7 @@ def refusal(plan: Plan, direction: st.Direction, mark: dict[str, Any] | None, wh
     if mark is None:
         fwd = st.route(plan, "forward")
         return Refused(f"{what}: there has been no promote of plan {plan.name} (no promote has closed its forward "
-                       f"mirror: {fwd.progress_topic} on {fwd.target.describe()} holds no switch mark), so the "
+                       f"mirror: {fwd.progress_topic} on {fwd.state.describe()} holds no switch mark), so the "
                        "reverse direction (new -> old) has nothing to carry back; nothing was written",
                        fix="drop --reverse: before promote the forward mirror (old -> new) runs; cutover promote "
                            "--execute starts the reverse mirror itself")

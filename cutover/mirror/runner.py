@@ -26,6 +26,7 @@ from cutover.kafka.offsets import log_offsets, replaced
 from cutover.mirror import direction, groups, owner, schemas, topics
 from cutover.mirror import state as st
 from cutover.mirror.copier import Copier, Fenced, transactional_id, went_back
+from cutover.mirror.idempotent import IdempotentCopier
 from cutover.mirror.metrics import Metrics
 from cutover.mirror.offsetmap import PartitionMap, SourceWentBack, out_of_range
 from cutover.mirror.shard import Shard
@@ -145,7 +146,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
     r.source_cluster, target_cluster = st.cluster_ids(rt, opts.timeout)
     if not opts.for_switch:  # before anything is written; a switch's drain follows a mirror that asked already
         capabilities.require(capabilities.listed(rt.target.properties, rt.target.name, opts.timeout),
-                             capabilities.MIRROR_NEEDS, "cutover mirror")
+                             capabilities.mirror_needs(plan.spec.mirror.mode), "cutover mirror")
     seen = st.Overview()  # the switch's drains read nothing of it: the switch fenced every layout itself
     if not opts.for_switch:  # before fencing anyone or writing anything
         seen = r.progress.overview()
@@ -156,10 +157,16 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         r.prior_owner = seen.owners.get((plan.name, str(opts.shard)))
     r.topics = topics.selected_topics(rt, sel.include, sel.matches, rt.prefix, opts.timeout)
     limit, codec = topics.write_settings(rt, r.topics, plan.spec.mirror.compression, opts.timeout)
-    copier = Copier(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, codec, opts.timeout)
+    kind = IdempotentCopier if plan.spec.mirror.mode == "idempotent" else Copier
+    copier = kind(rt, transactional_id(rt, plan.name, opts.shard), opts.shard, limit, codec, opts.timeout)
     try:
         copier.init()
         _take(r)
+        if isinstance(copier, IdempotentCopier):  # recorded before the state (and the switch's mark) is read: a
+            # switch that closed the mirror before this record either sees it and waits, or this process sees
+            # its mark and ends (fence_layouts); nothing fences it otherwise
+            st.ensure_topics(rt, plan.spec.mirror.replication_factor, opts.timeout)
+            st.note(rt, [st.owner_record(r.source_cluster, plan.name, str(opts.shard), r.owner)], opts.timeout)
         _fence_other_layouts(r, seen)
         state = st.load(rt, r.source_cluster, timeout=opts.timeout)
         if not opts.for_switch:
@@ -175,7 +182,7 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
                 _refuse_reverse(plan, forward.marks)
             if not forward.partitions and not state.partitions:
                 raise Refused(f"the reverse mirror of plan {plan.name} found no state of its own on "
-                              f"{rt.target.describe()} and no forward mirror's map on {fwd.target.describe()} "
+                              f"{rt.state.describe()} and no forward mirror's map on {fwd.state.describe()} "
                               f"({fwd.offsets_topic}): it would copy every record of the new cluster back to the "
                               "old one, where they came from",
                               fix="the reverse mirror runs after a promote, which starts it; if complete or cancel "
@@ -186,7 +193,8 @@ def run(plan: Plan, opts: Options, stop: threading.Event) -> RunSummary:
         st.ensure_topics(rt, plan.spec.mirror.replication_factor, opts.timeout)
         copier.limits = topics.target_limits(rt, list(r.topics), opts.timeout)
         copier.refresh_limit = lambda t: topics.target_limits(rt, [t], opts.timeout).get(t, 1 << 31)
-        copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)), state.logs.get(str(opts.shard)))
+        copier.assign(r.source_cluster, _starting_points(r, state, set(copier.maps)), state.logs.get(str(opts.shard)),
+                      state.intents.get(str(opts.shard)))
         copier.note(st.owner_record(r.source_cluster, plan.name, str(opts.shard), r.owner))  # its first transaction
         if opts.on_ready:
             opts.on_ready()
@@ -250,6 +258,31 @@ def _newer_owner(r: Run, seen: st.Overview) -> tuple[str, dict[str, Any]] | None
               if name == r.plan.name and Shard.parse(s).count != r.opts.shard.count and rec.get("ended") is None
               and float(rec.get("started_at") or 0) >= since]
     return max(others, key=lambda o: o[0])[1:] if others else None
+
+
+def _closed_at_sync(r: Run, copier: Copier, seen: st.Overview) -> None:
+    """End the run if the switch closed this mirror. In idempotent mode the process first records its end: the
+    switch, which has no transactional id to fence it by, waits for that (see `fence_layouts`)."""
+    try:
+        _refuse_while_switched(r.plan, seen.marks)
+    except ClosedBySwitch:
+        if isinstance(copier, IdempotentCopier):
+            copier.note(st.owner_record(r.source_cluster, r.plan.name, str(r.opts.shard),
+                                        owner.ended(r.owner, "closed by the switch")))
+            copier.commit(copier.read(0, 0, 0))
+        raise
+
+
+def _stop_if_taken(r: Run, seen: st.Overview) -> None:
+    """In idempotent mode, stop once another process has recorded itself as this shard's owner (or a newer
+    layout's): without transactions the broker cannot fence this one."""
+    found = _newer_owner(r, seen)
+    if found is not None:
+        shard, record = found
+        raise Fenced(f"the {r.rt.direction} mirror's shard {shard} was taken over by {owner.describe(record)}: this "
+                     "process stopped (idempotent mode: the target has no transactions to fence it, so it stops at "
+                     "its first group sync after the other started)",
+                     fix="run each shard in exactly one process; the newer process carries on")
 
 
 class ClosedBySwitch(CutoverError):
@@ -384,7 +417,9 @@ def _copy(r: Run, copier: Copier, metrics: Metrics, goal: dict[TP, int], started
         if now >= due(last_sync, sync_every, sync_cost):
             seen = r.progress.overview()  # what was committed to the progress topic since the last sync
             if not opts.for_switch:  # promote (complete, cancel) closed it: end, as designed
-                _refuse_while_switched(r.plan, seen.marks)
+                _closed_at_sync(r, copier, seen)
+            if isinstance(copier, IdempotentCopier):  # no broker fences an older process in this mode: it stops here
+                _stop_if_taken(r, seen)
             if not opts.for_switch:  # the switch syncs the groups itself, once their consumers have stopped
                 _sync_groups(r, copier, metrics)
             _follow_topics(r, copier, seen)
@@ -542,11 +577,39 @@ def fence_layouts(plan: Plan, direction: st.Direction, timeout: float, spare: fr
     """Fence every shard layout but `spare` (the one this process drains as) that has mirrored this
     direction (its transactional ids), so no other mirror process copies on. Returns the layouts fenced."""
     rt = st.route(plan, direction)
+    if plan.spec.mirror.mode == "idempotent":
+        return _await_stopped(plan, rt, timeout)
     layouts = st.load(rt, cluster_id(rt.source, timeout), with_map=False, timeout=timeout).shards - spare
     for layout in sorted(layouts):
         _fence(rt, plan.name, layout, timeout)
         progress(f"  fenced mirror shard {layout} ({direction})")
     return sorted(layouts)
+
+
+def _await_stopped(plan: Plan, rt: st.Route, timeout: float) -> list[str]:
+    """In idempotent mode there is no transactional id to fence a mirror process by: wait until none of this
+    plan's processes of the direction may still run (each ends at its next group sync once the switch's mark
+    closed it, recording its end), and refuse when one still does after `timeout` and two group syncs. Returns
+    the shard layouts waited for."""
+    source = cluster_id(rt.source, timeout)
+    deadline = time.monotonic() + timeout + 2 * float(plan.spec.mirror.group_sync_interval)
+    waited: set[str] = set()
+    while True:
+        running = {layout: rec for (name, layout), rec in st.overview(rt, source, timeout).owners.items()
+                   if name == plan.name and owner.running(rec)}
+        if not running:
+            return sorted(waited)
+        if time.monotonic() > deadline:
+            layout, rec = sorted(running.items())[0]
+            raise Refused(f"the {rt.direction} mirror's shard {layout} still runs ({owner.describe(rec)}) and, without "
+                          "transactions (mirror.mode: idempotent), cannot be fenced: the switch would copy beside it",
+                          fix="stop that process (it stops by itself at its next group sync once the switch closed "
+                              "the mirror), then run the switch again: it resumes here")
+        if not running.keys() <= waited:
+            progress(f"  waiting for the {rt.direction} mirror's shard(s) {', '.join(sorted(running))} to stop "
+                     "(idempotent mode: each stops at its next group sync, seeing the switch's mark)")
+            waited |= running.keys()
+        time.sleep(0.5)
 
 
 def _fence(rt: st.Route, plan_name: str, layout: str, timeout: float) -> None:
@@ -572,6 +635,12 @@ def _fence_other_layouts(r: Run, seen: st.Overview) -> None:
     for (name, layout), record in sorted(seen.owners.items()):
         if name != r.plan.name or Shard.parse(layout).count == mine or not owner.running(record):
             continue
+        if r.plan.spec.mirror.mode == "idempotent":
+            raise Refused(f"the {r.rt.direction} mirror's shard {layout} may still run ({owner.describe(record)}): "
+                          f"shards of {Shard.parse(layout).count} and of {mine} would copy the same partitions twice, "
+                          "and without transactions (mirror.mode: idempotent) it cannot be fenced",
+                          fix=f"stop the processes of the {Shard.parse(layout).count}-shard layout first (cutover "
+                              "status shows who holds each shard), then start this one again")
         _fence(r.rt, r.plan.name, layout, r.opts.timeout)
         known = "" if owner.alive(record) else ", if it still runs"
         progress(f"fenced the {r.rt.direction} mirror's shard {layout} ({owner.describe(record)}): shards of "

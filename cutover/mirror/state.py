@@ -82,6 +82,13 @@ class Route:
     source: ClusterRef
     target: ClusterRef
     prefix: str
+    #: Where the state topics are when not on the target (plan mirror.state_cluster: old, idempotent mode only).
+    state_on: ClusterRef | None = None
+
+    @property
+    def state(self) -> ClusterRef:
+        """The cluster that holds the mirror's state topics: its target unless the plan says otherwise."""
+        return self.state_on or self.target
 
     @property
     def progress_topic(self) -> str:
@@ -95,7 +102,8 @@ class Route:
 def route(plan: Plan, direction: Direction = "forward") -> Route:
     old, new = ClusterRef.of(plan, "old"), ClusterRef.of(plan, "new")
     src, tgt = (old, new) if direction == "forward" else (new, old)
-    return Route(direction, src, tgt, plan.spec.mirror.state_prefix)
+    return Route(direction, src, tgt, plan.spec.mirror.state_prefix,
+                 old if plan.spec.mirror.state_cluster == "old" and direction == "forward" else None)
 
 
 def cluster_ids(rt: Route, timeout: float = DEFAULT_TIMEOUT) -> tuple[str, str]:
@@ -148,6 +156,8 @@ class MirrorState:
     created: set[str] = field(default_factory=set)
     #: (plan name, shard layout) -> the process that last took that shard (see mirror/owner.py).
     owners: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: Shard layout -> what its last batch in idempotent mode was about to write (see mirror/idempotent.py).
+    intents: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Bytes read from the state topics, and how long it took (for benches and progress).
     read_bytes: int = 0
     read_seconds: float = 0.0
@@ -173,6 +183,12 @@ def mark_record(source_cluster: str, plan_name: str, forward: Literal["open", "c
 
 def created_record(source_cluster: str, topic: str, partitions: int) -> tuple[bytes, bytes]:
     return _key("topic", source_cluster, topic), _value({"at": time.time(), "partitions": partitions})
+
+
+def intent_record(source_cluster: str, shard: str, entries: list[list[Any]]) -> tuple[bytes, bytes]:
+    """What a shard in idempotent mode is about to write (mirror/idempotent.py): per partition [topic, partition,
+    next source offset, the target's end, records]; written and acknowledged before the records are sent."""
+    return _key("intent", source_cluster, shard), _value({"p": entries, "at": time.time()})
 
 
 def owner_record(source_cluster: str, plan_name: str, shard: str, body: dict[str, Any]) -> tuple[bytes, bytes]:
@@ -312,8 +328,8 @@ def _decode_pieces(value: bytes, with_map: bool) -> Iterator[tuple[list[Any], tu
 
 def ensure_topics(rt: Route, replication_factor: int, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Create the internal topics on the target when absent; bring their configs up to date."""
-    client = admin(rt.target)
-    existing = metadata(rt.target, client, timeout, "listing topics").topics
+    client = admin(rt.state)
+    existing = metadata(rt.state, client, timeout, "listing topics").topics
     topics = (rt.progress_topic, rt.offsets_topic)
     wanted = [NewTopic(t, 1, replication_factor, config=dict(TOPIC_CONFIGS)) for t in topics if t not in existing]
     for topic, fut in (client.create_topics(wanted, request_timeout=timeout).items() if wanted else []):
@@ -321,11 +337,11 @@ def ensure_topics(rt: Route, replication_factor: int, timeout: float = DEFAULT_T
             fut.result(timeout=timeout + 5)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise rt.target.failure(exc, f"creating the mirror's state topic {topic}", client) from None
+                raise rt.state.failure(exc, f"creating the mirror's state topic {topic}", client) from None
     older = [t for t in topics if t in existing]
     if older:
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in older]
-        described = wait_all(rt.target, client, client.describe_configs(resources, request_timeout=timeout),
+        described = wait_all(rt.state, client, client.describe_configs(resources, request_timeout=timeout),
                              "describing the mirror's state topics", timeout)
         changes = [ConfigResource(ResourceType.TOPIC, res.name, incremental_configs=[
             ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in TOPIC_CONFIGS.items()
@@ -333,7 +349,7 @@ def ensure_topics(rt: Route, replication_factor: int, timeout: float = DEFAULT_T
         changes = [c for c in changes if c.incremental_configs]
         if changes:  # compaction settings only: a principal without the right keeps the topics as they are
             try:
-                wait_all(rt.target, client, client.incremental_alter_configs(changes, request_timeout=timeout),
+                wait_all(rt.state, client, client.incremental_alter_configs(changes, request_timeout=timeout),
                          "updating the mirror's state topic configs", timeout)
             except CutoverError as exc:
                 log.warning("the mirror's state topics keep their configs (%s); compaction may come later",
@@ -348,15 +364,15 @@ def load(rt: Route, source_cluster: str, with_map: bool = True, timeout: float =
     """
     started = time.monotonic()
     state = MirrorState(source_cluster)
-    client = admin(rt.target)
-    existing = metadata(rt.target, client, timeout, "listing topics").topics
+    client = admin(rt.state)
+    existing = metadata(rt.state, client, timeout, "listing topics").topics
     topics = [t for t in (rt.progress_topic, rt.offsets_topic) if t in existing]
     if not topics:
         return state
-    goals = _stable_ends(rt.target, topics, timeout, client)  # progress topic first: see _start
+    goals = _stable_ends(rt.state, topics, timeout, client)  # progress topic first: see _start
     v1: dict[TP, dict[str, Any]] = {}
     latest: dict[bytes, bytes] = {}
-    for msg in _scan(rt.target, rt.progress_topic, 0, goals.get(rt.progress_topic, 0), timeout, state):
+    for msg in _scan(rt.state, rt.progress_topic, 0, goals.get(rt.progress_topic, 0), timeout, state):
         key = msg.key()
         if key is not None:
             value = msg.value()
@@ -380,6 +396,8 @@ def load(rt: Route, source_cluster: str, with_map: bool = True, timeout: float =
             state.created.add(rest[0])
         elif kind == "owner":
             state.owners[(rest[0], rest[1])] = body
+        elif kind == "intent":
+            state.intents[rest[0]] = body
         elif kind == "progress":  # version 1: one record per partition
             v1[(rest[0], rest[1])] = body
             state.shards.add(body.get("shard", "0/1"))
@@ -387,7 +405,7 @@ def load(rt: Route, source_cluster: str, with_map: bool = True, timeout: float =
     start = _start(pointers, v1)
     fresh: set[TP] = set()
     if rt.offsets_topic in goals:
-        fresh = _fold(state, _scan(rt.target, rt.offsets_topic, start, goals[rt.offsets_topic], timeout, state),
+        fresh = _fold(state, _scan(rt.state, rt.offsets_topic, start, goals[rt.offsets_topic], timeout, state),
                       rt, with_map, set(v1))
     _apply_v1(state, v1, fresh)
     state.read_seconds = time.monotonic() - started
@@ -486,7 +504,7 @@ def _extend(pm: PartitionMap, arrays: tuple[array[int], ...]) -> None:
 def _body(key: bytes, value: bytes, rt: Route) -> dict[str, Any]:
     body: dict[str, Any] = json.loads(value)
     if body.get("v") not in READABLE:
-        raise StateError(f"mirror state entry {key.decode()} in {rt.target.describe()} has version "
+        raise StateError(f"mirror state entry {key.decode()} in {rt.state.describe()} has version "
                          f"{body.get('v')}; this cutover reads versions {', '.join(map(str, READABLE))}",
                          fix="run the cutover version that wrote it, or upgrade cutover")
     return body
@@ -537,16 +555,16 @@ class ProgressReader:
     def overview(self) -> Overview:
         rt = self.rt
         if self._client is None:
-            self._client = admin(rt.target)
+            self._client = admin(rt.state)
         client = self._client
-        present = rt.progress_topic in metadata(rt.target, client, self.timeout, "listing topics").topics
+        present = rt.progress_topic in metadata(rt.state, client, self.timeout, "listing topics").topics
         if not present:
             self._latest, self._read = {}, 0
             return Overview()
-        goal = _stable_ends(rt.target, [rt.progress_topic], self.timeout, client)[rt.progress_topic]
+        goal = _stable_ends(rt.state, [rt.progress_topic], self.timeout, client)[rt.progress_topic]
         if goal < self._read:  # shorter than what was read: deleted and created again
             self._latest, self._read = {}, 0
-        for msg in _scan(rt.target, rt.progress_topic, self._read, goal, self.timeout,
+        for msg in _scan(rt.state, rt.progress_topic, self._read, goal, self.timeout,
                          MirrorState(self.source_cluster)):
             self._read = max(self._read, (msg.offset() or 0) + 1)
             self.records_read += 1
@@ -593,8 +611,8 @@ def set_mark(plan: Plan, forward: Literal["open", "closed"], action: str, run: s
 
 def present(rt: Route, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
     """The route's state topics that exist on its target cluster."""
-    client = admin(rt.target)
-    listed = metadata(rt.target, client, timeout, "listing topics").topics
+    client = admin(rt.state)
+    listed = metadata(rt.state, client, timeout, "listing topics").topics
     return [t for t in (rt.progress_topic, rt.offsets_topic) if t in listed]
 
 
@@ -646,14 +664,14 @@ def note(rt: Route, records: list[tuple[bytes, bytes]], timeout: float = DEFAULT
     back last-write-wins, so a retried duplicate changes nothing; one request in flight keeps their
     order. Not idempotent on purpose: a fresh idempotent producer first waits about 0.5 s for its
     producer id, and promote writes here inside its freeze window (the mark, the groups' sync)."""
-    producer = Producer(rt.target.config(**{"enable.idempotence": False, "acks": "all",
+    producer = Producer(rt.state.config(**{"enable.idempotence": False, "acks": "all",
                                             "max.in.flight.requests.per.connection": 1}))
     failures: list[KafkaError] = []
     for key, value in records:
         producer.produce(rt.progress_topic, key=key, value=value, partition=0,
                          on_delivery=lambda err, _m: failures.append(err) if err else None)
     if producer.flush(timeout) > 0 or failures:
-        raise rt.target.failure(KafkaException(failures[0]) if failures else None,
+        raise rt.state.failure(KafkaException(failures[0]) if failures else None,
                                 f"writing to the mirror state topic {rt.progress_topic}", producer)
 
 

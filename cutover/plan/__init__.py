@@ -177,6 +177,10 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
                 problems.append(f"{where(('readers', i, key))}: {value} is not a local folder: cutover reads and "
                                 f"writes a {r.kind} reader's {key} on this host (only a Spark checkpoint may be on "
                                 "object storage) (fix: run the move where the folder is, or copy it here and back)")
+    if spec.mirror.state_cluster == "old" and spec.mirror.mode != "idempotent":
+        problems.append(f"{where(('mirror', 'state_cluster'))}: old needs mirror.mode: idempotent (fix: set mode: "
+                        "idempotent, or keep the state on the new cluster: a transaction covers records and "
+                        "progress on one cluster only)")
     return problems
 
 

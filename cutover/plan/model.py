@@ -55,6 +55,9 @@ def _one_of(value: str, choices: tuple[str, ...]) -> str | None:
 
 #: The mirror's producer codecs (mirror.compression).
 CODECS = ("auto", "none", "gzip", "snappy", "lz4", "zstd")
+#: How the mirror writes (docs/guide/platforms.md): transactional, records and progress in one transaction
+#: (exactly once, a second process fenced by the broker); idempotent, for targets without transactions.
+MIRROR_MODES = ("transactional", "idempotent")
 
 
 _TRANSFORM = re.compile(r"\s*(?:(?P<fn>\w+)\s*\((?P<args>[^()]*)\)|(?P<col>\w+))\s*")
@@ -222,6 +225,11 @@ class TablePair:
     #: Columns whose type may be narrower in the new table (a double stored as a float, a long as an
     #: int, a decimal with fewer digits): verify fails on any other narrowing, which can lose data.
     allow_narrowing: list[str] = field(default_factory=list)
+    #: Who writes the new table: shadow (cutover shadow, the default), or the new cluster's platform itself
+    #: (Table Topic style): tansu (Tansu's Iceberg sink; a JSON schema per topic). A platform's table is
+    #: read, never written, by cutover: verify compares it by `key` (else content) and partition, not
+    #: offsets, which it does not keep (cutover/lake/platforms.py).
+    new_writer: Literal["shadow", "tansu"] = "shadow"
     #: A record that cannot be decoded: dead-letter (to <new table>_dead_letter) or fail the shadow.
     on_bad_record: Literal["dead-letter", "fail"] = "dead-letter"
     #: New fields in JSON records: evolve (add nullable columns), fail, or dead-letter.
@@ -316,6 +324,16 @@ class Mirror:
     #: The codec the mirror's producer compresses with: auto (the one most copied topics name in
     #: compression.type, else lz4), none, gzip, snappy, lz4 or zstd.
     compression: str = field(default="auto", metadata={"check": lambda c: _one_of(c, CODECS)})
+    #: transactional (the default): each batch of records and the mirror's progress in one transaction on the
+    #: new cluster. idempotent: for a target without transactions (Tansu): idempotent writes, the progress
+    #: written after the records it covers, and at a restart the records written past it found on the target,
+    #: matched to the source by content and recorded, never written again (still exactly once; a second
+    #: process for one shard is found at its next group sync, not fenced by the broker).
+    mode: str = field(default="transactional", metadata={"check": lambda m: _one_of(m, MIRROR_MODES)})
+    #: Which cluster keeps the forward mirror's state topics (offset map, progress): new (the default, its
+    #: target), or old, for a target that cannot keep them (Tansu with its Iceberg sink refuses every record of
+    #: a topic without a schema). old needs mode: idempotent (a transaction covers one cluster).
+    state_cluster: str = field(default="new", metadata={"check": lambda c: _one_of(c, ("new", "old"))})
 
 
 @dataclass(frozen=True)
@@ -732,6 +750,11 @@ class Plan:
     @property
     def base_dir(self) -> Path:
         return self.file.parent
+
+    @property
+    def journal_dir(self) -> Path:
+        """The folder of the migration's records: the switch journal, the reader moves, the drills run."""
+        return self.base_dir / self.spec.switch.journal_dir / self.name
 
     def cluster(self, side: ClusterSide) -> dict[str, str]:
         return self.spec.clusters.old if side == "old" else self.spec.clusters.new

@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import shutil
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,15 +33,11 @@ class Finding:
         return asdict(self)
 
 
-def offline(plan: Plan, readers: list[tuple[str, str, str]] | None = None, tables: bool = True) -> list[Finding]:
+def offline(plan: Plan, readers: Sequence[tuple[str, str, str]] = (), tables: bool = True) -> list[Finding]:
     """What can be found without connecting: the hooks, a SQLite catalog's file, table topics the selection
     leaves out (unless `tables` is False: the old cluster answered, and `online` says more of them), and
-    `readers`, the problems of the declared readers (default: those found in local files)."""
+    `readers`, the problems of the declared readers (the caller reads them: `readers.translate.positions`)."""
     missing = sqlite_missing(plan)
-    if readers is None:
-        from cutover.readers.translate import positions
-
-        readers = positions(plan, reach=False)[1]
     return [*hook_findings(plan), *([missing] if missing else []), *(table_topics(plan) if tables else []),
             *(Finding("readers", problem, fix) for _name, problem, fix in readers)]
 

@@ -19,7 +19,6 @@ again (a re-run after a crash, or twice).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -74,9 +73,8 @@ def newest_savepoint(plan: Plan, r: Reader) -> Path | None:
 
 def splits(savepoint: Path, source_uid: str, timeout: float = 300) -> list[dict[str, Any]]:
     """The KafkaSource's splits in a savepoint: [{topic, partition, offset}], offset the next to read."""
-    classpath = os.pathsep.join(str(j) for j in jvm.resolve(jvm.FLINK))
     cmd = [jvm.java(), "-Xmx512m", *jvm.LEAN, *JAVA17_OPENS, "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
-           "-cp", classpath, str(_PROGRAM), str(savepoint), source_uid]
+           *jvm.program(_PROGRAM, jvm.resolve(jvm.FLINK)), str(savepoint), source_uid]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -131,9 +129,7 @@ def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
 
 
 def _cached_splits(plan: Plan, sp: Path, source_uid: str) -> list[dict[str, Any]]:
-    from cutover.switch import journal as switch_journal
-
-    cache = switch_journal.directory(plan) / "flink-savepoints.json"
+    cache = plan.journal_dir / "flink-savepoints.json"
     key = f"{sp}#{source_uid}#{(sp / '_metadata').stat().st_mtime_ns}"
     known: dict[str, Any] = json.loads(cache.read_text(encoding="utf-8")) if cache.is_file() else {}
     if key not in known:
@@ -229,3 +225,8 @@ def java_snippet(handoff: dict[str, Any]) -> str:
             f"env.fromSource(source, watermarks, \"kafka\").uid({json.dumps(handoff['source_uid'])});\n"
             f"// restore: flink run -s {handoff['savepoint']} --allowNonRestoredState ...\n"
             "// (execution.state-recovery.path and execution.state-recovery.ignore-unclaimed-state: true)")
+
+
+def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float) -> None:
+    """Nothing to ask after its start hook: the files the move wrote are where it resumes."""
+    return None

@@ -18,9 +18,8 @@ from cutover.plan.model import Reader
 def moves(plan: Plan) -> list[dict[str, Any]]:
     """Every recorded entry, oldest first (a torn last line: that execution did not finish recording)."""
     from cutover.common import json_lines
-    from cutover.switch import journal
 
-    return json_lines(journal.directory(plan) / "readers.jsonl")
+    return json_lines(plan.journal_dir / "readers.jsonl")
 
 
 def last(plan: Plan, location: str) -> dict[str, Any] | None:
@@ -41,19 +40,15 @@ def refuse_back_first(plan: Plan, r: Reader, last: dict[str, Any] | None, direct
     """--reverse before any recorded move: the reader's positions are still the old cluster's, and read as the
     new cluster's they would be translated to other records (no canary can tell: the map is exact for both)."""
     if direction == "reverse" and last is None:
-        from cutover.switch import journal
-
         raise Refused(f"reader {r.name}: --reverse moves a reader back from the new cluster, and no move of it there "
-                      f"is recorded ({journal.directory(plan) / 'readers.jsonl'}): its positions are the old "
+                      f"is recorded ({plan.journal_dir / 'readers.jsonl'}): its positions are the old "
                       "cluster's",
                       fix="drop --reverse: promote (or readers translate --execute) moves it to the new cluster, "
                           "and rollback back; nothing was written")
 
 
 def record(plan: Plan, entry: dict[str, Any]) -> None:
-    from cutover.switch import journal
-
-    folder = journal.directory(plan)
+    folder = plan.journal_dir
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "readers.jsonl").open("a", encoding="utf-8") as f:
         f.write(json.dumps(entry, sort_keys=True) + "\n")

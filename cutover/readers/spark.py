@@ -19,7 +19,7 @@ from cutover.common import iso_z
 from cutover.errors import CutoverError, Refused, UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
-from cutover.plan import Plan
+from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal, store
 from cutover.readers import spark_checkpoint as sc
@@ -134,3 +134,8 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
                           "undo": "remove the written files: the query then resumes from batch "
                                   f"{base.batch}'s positions on the source cluster"})
     return out
+
+
+def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float) -> None:
+    """Nothing to ask after its start hook: the files the move wrote are where it resumes."""
+    return None

@@ -23,7 +23,7 @@ from cutover.errors import Refused, UsageError
 from cutover.kafka import offsets
 from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
-from cutover.plan import Plan
+from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal
 from cutover.readers import streams_state as ss
@@ -182,3 +182,8 @@ def _carry_out(plan: Plan, r: Reader, sd: ss.StateDir, out: dict[str, Any], entr
     journal.record(plan, {k: v for k, v in entry.items() if k not in ("files",)} | {"phase": "done",
                                                                                     "written": out["written"]})
     return out
+
+
+def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float) -> None:
+    """Nothing to ask after its start hook: the files the move wrote are where it resumes."""
+    return None

@@ -16,12 +16,14 @@ from cutover.mirror import state as st
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import connect, flink, journal, spark, store, streams
+from cutover.readers.kind import ReaderKind
 from cutover.readers.spark import Mode, Problem
 
 __all__ = ["Mode", "move", "positions", "reader", "status"]
 
-#: Each kind's module: position(plan, reader) and move(plan, reader, direction, mode, timeout).
-_KINDS: dict[str, Any] = {"spark-checkpoint": spark, "kafka-streams": streams, "flink": flink, "connect": connect}
+#: Each kind's module, a ReaderKind (readers/kind.py).
+_KINDS: dict[str, ReaderKind] = {"spark-checkpoint": spark, "kafka-streams": streams, "flink": flink,
+                                 "connect": connect}
 
 
 def reader(plan: Plan, name: str) -> Reader:
@@ -62,8 +64,7 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
 def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any] | None:
     """After a reader's start hook: whether it resumed where it was moved to (connect: each source connector's
     offsets on the worker, through KIP-875); None for the kinds whose files are their proof."""
-    check = getattr(_KINDS[r.kind], "started", None)
-    return None if check is None else dict(check(plan, r, side, timeout))
+    return _KINDS[r.kind].started(plan, r, side, timeout)
 
 
 def status(plan: Plan) -> list[dict[str, Any]]:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cutover.lake.tables import META_NAMES
-from cutover.plan import ClusterSide, Plan, TablePair
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -144,15 +143,6 @@ class JsonDecoder:
 
 
 DECODERS: dict[str, Decoder] = {"json": JsonDecoder(), "raw": RawDecoder(), "text": TextDecoder()}
-
-
-def decoder_for(plan: Plan, pair: TablePair, side: ClusterSide = "new") -> Decoder:
-    """The decoder of a pair's format: a plain one, or one that reads the registry of the cluster read."""
-    if pair.format in DECODERS:
-        return DECODERS[pair.format]
-    from cutover.shadow import framed
-
-    return framed.decoder_for(plan, pair, side)
 
 
 def table_rows(marked: DataFrame, payload: Payload) -> DataFrame:

@@ -26,6 +26,7 @@ from cutover.common import in_flight
 from cutover.errors import CutoverError, Refused, UnreachableError, UsageError
 from cutover.kafka import inspect
 from cutover.kafka.clients import DEFAULT_TIMEOUT, ClusterRef, admin, metadata
+from cutover.kafka.java_client import java_properties
 from cutover.kafka.offsets import log_offsets
 from cutover.lake import eras, tables
 from cutover.lake.stamps import TableOffsets
@@ -33,8 +34,9 @@ from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair, select_pairs
 from cutover.plan.endpoint import Endpoint
 from cutover.shadow import ddl
-from cutover.shadow.decode import Payload, decoder_for
-from cutover.shadow.source import java_properties, reader_options
+from cutover.shadow.decode import Payload
+from cutover.shadow.decoders import decoder_for
+from cutover.shadow.source import reader_options
 from cutover.shadow.writer import TableWriter, handed_over, payload_of, retrying
 
 if TYPE_CHECKING:
@@ -71,8 +73,20 @@ class Options:
 
 
 def targets(plan: Plan, which: str | None, canonical: bool) -> list[TablePair]:
-    """The pairs to write, each with `new` naming the table written (the old one when canonical)."""
+    """The pairs to write, each with `new` naming the table written (the old one when canonical). A pair whose
+    new table the new cluster's platform writes (tables[].new_writer) is not cutover's to write (its old table, the
+    canonical one, is: the old pipeline's stand-in writes it with --canonical)."""
     pairs = select_pairs(plan, which)
+    if canonical:  # the old (canonical) table, the old pipeline's, whoever writes the new one
+        pairs = [dataclasses.replace(p, new_writer="shadow") for p in pairs]
+    theirs = [p for p in pairs if p.new_writer != "shadow"]
+    if theirs and (which is not None or len(theirs) == len(pairs)):
+        p = theirs[0]
+        raise UsageError(f"table {p.new} is written by the new cluster's platform (tables[].new_writer: "
+                         f"{p.new_writer}): cutover shadow does not write it",
+                         fix="leave the shadow out for this pair (verify reads the platform's table), or set "
+                             "new_writer: shadow and name another new table")
+    pairs = [p for p in pairs if p.new_writer == "shadow"]
     if not canonical:
         return pairs
     missing = [p.old for p in pairs if not tables.exists(plan, p.old)]

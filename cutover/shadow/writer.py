@@ -34,7 +34,8 @@ from cutover.lake import sqltext, stamps, tables
 from cutover.output import progress
 from cutover.plan import Plan, TablePair
 from cutover.shadow import ddl
-from cutover.shadow.decode import ERROR, UNKNOWN, Decoder, Payload, dead_letters, decoder_for, table_rows
+from cutover.shadow.decode import ERROR, UNKNOWN, Decoder, Payload, dead_letters, table_rows
+from cutover.shadow.decoders import decoder_for
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -188,7 +189,7 @@ class TableWriter:
     on_bad_record: str
     payload: Payload
     commit_timeout: float
-    #: the pair's format's decoder (a registry format's knows its registry; see decode.decoder_for)
+    #: the pair's format's decoder (a registry format's knows its registry; see decoders.decoder_for)
     decoder: Decoder | None = None
     counters: Counters = field(default_factory=Counters)
     busy: threading.Lock = field(default_factory=threading.Lock)

@@ -18,7 +18,7 @@ from cutover.mirror import state as st
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan, TablePair
 from cutover.plan.model import Reader
-from cutover.switch import background, handover, hooks, leftovers, routing, schemas, sink, waits
+from cutover.switch import background, handover, hooks, leftovers, platform, routing, schemas, sink, waits
 
 Detail = dict[str, Any]
 
@@ -182,6 +182,8 @@ class Live:
         return {"routing": body} if body else {"routing": None, "note": "the plan names no routing file"}
 
     def hand_over(self, pair: TablePair) -> Detail:
+        if pair.new_writer != "shadow":  # the platform's table: the routing file names it once it caught up
+            return platform.caught_up_new(self.plan, pair, self.timeout)
         if pair.writer_offsets == "iceberg-connect":  # the same connector goes on (start_new_writer)
             return sink.move(self.plan, pair, self.run, self.timeout, "forward", self._paused)
         detail = handover.hand_over(self.plan, pair, self.run, self.timeout)
@@ -189,6 +191,8 @@ class Live:
         return detail
 
     def hand_back(self, pair: TablePair) -> Detail:
+        if pair.new_writer != "shadow":  # the old pipeline never stopped: the routing file names its table again
+            return platform.caught_up_old(self.plan, pair, self.timeout)
         if pair.writer_offsets == "iceberg-connect":
             return sink.move(self.plan, pair, self.run, self.timeout, "reverse", self._paused)
         return handover.hand_back(self.plan, pair, self.run, self.timeout)
@@ -368,6 +372,10 @@ class DryRun:
         return self._would(f"write {path}: active={side}" if path else "no routing file in the plan")
 
     def hand_over(self, pair: TablePair) -> Detail:
+        if pair.new_writer != "shadow":
+            return self._would(f"{pair.new}: check the {pair.new_writer} table holds, per partition, every record the "
+                               f"mirror copied to {pair.topic} on the new cluster; the routing file then names it "
+                               f"for {pair.old}")
         if pair.writer_offsets == "iceberg-connect":
             return self._would(f"{pair.old}: check the sink connector is paused or stopped and its coordinator "
                                f"committed every DataWritten on {pair.control_topic}; translate its group "
@@ -380,6 +388,9 @@ class DryRun:
                            "the table, and write it from the new cluster until caught up")
 
     def hand_back(self, pair: TablePair) -> Detail:
+        if pair.new_writer != "shadow":
+            return self._would(f"{pair.old}: check the old pipeline's table reached the reverse mirror's position on "
+                               f"{pair.topic}; the routing file then names it again")
         if pair.writer_offsets == "iceberg-connect":
             return self._would(f"{pair.old}: the same, the other way: the sink's group {pair.sink_group} on the new "
                                "cluster translated back and committed on the old one, the table stamped with the "

@@ -45,7 +45,7 @@ class JournalError(CutoverError):
 
 
 def directory(plan: Plan) -> Path:
-    return plan.base_dir / plan.spec.switch.journal_dir / plan.name
+    return plan.journal_dir
 
 
 @dataclass

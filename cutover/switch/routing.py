@@ -1,7 +1,9 @@
 """The routing file: which cluster clients use now. Written atomically; only the switch writes it.
 
 Contents: {"active": "old"|"new", "bootstrap.servers": ..., "plan": ..., "changed_at": ...,
-"run": ...}. Only bootstrap servers, never credentials: clients keep their own.
+"run": ..., "tables": {canonical name: the table to query}}. Only bootstrap servers, never credentials:
+clients keep their own. A table's readers follow `tables` (a table the new cluster's platform writes is
+the one to query after promote; see switch/platform.py).
 """
 
 from __future__ import annotations
@@ -42,13 +44,19 @@ def active(plan: Plan) -> ClusterSide:
     return "new" if data and data["active"] == "new" else "old"
 
 
+def tables(plan: Plan, side: ClusterSide) -> dict[str, str]:
+    """Each pair's canonical name (its old table's) -> the table that holds it with `side` active: the old table,
+    written on by cutover after promote, or the platform's own after promote (tables[].new_writer)."""
+    return {p.old: p.new if side == "new" and p.new_writer != "shadow" else p.old for p in plan.spec.tables}
+
+
 def write(plan: Plan, side: ClusterSide, run: str) -> dict[str, Any] | None:
     """Point the routing file at `side` (write to a temporary file, fsync, rename, fsync the folder)."""
     p = path(plan)
     if p is None:
         return None
     body = {"active": side, "bootstrap.servers": plan.cluster(side).get("bootstrap.servers", ""),
-            "plan": plan.name, "changed_at": iso_z(), "run": run}
+            "plan": plan.name, "changed_at": iso_z(), "run": run, "tables": tables(plan, side)}
     p.parent.mkdir(parents=True, exist_ok=True)
     replace_file(p, json.dumps(body, indent=2, sort_keys=True) + "\n")
     return body

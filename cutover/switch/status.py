@@ -6,10 +6,10 @@ down, the catalog away) is reported as such; status itself still answers.
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import Callable
 from typing import Any, Literal
 
+from cutover import interrupt
 from cutover.common import NETWORK_TIMEOUT
 from cutover.errors import CutoverError
 from cutover.mirror import owner
@@ -99,15 +99,17 @@ def status(plan: Plan, timeout: float = NETWORK_TIMEOUT, mirrors: bool = True) -
         return ended(plan, history.ended)
     last = history.last
     action: journal.Action = last.action if last else "promote"
-    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:  # side by side: one --timeout for all
-        forward = pool.submit(_try, lambda: _lag(plan, "forward", timeout)) if mirrors else None
-        reverse = pool.submit(_try, lambda: _lag(plan, "reverse", timeout)) \
-            if mirrors and history.promote_attempt() else None
-        verify = pool.submit(_try, lambda: _verify(plan))
-        routed = pool.submit(_try, lambda: routing.read(plan))
+    parts: dict[str, Callable[[], Any]] = {"verify": lambda: _try(lambda: _verify(plan)),
+                                           "routing": lambda: _try(lambda: routing.read(plan)),
+                                           "readers": lambda: _try(lambda: _readers(plan))}
+    if mirrors:
+        parts["forward"] = lambda: _try(lambda: _lag(plan, "forward", timeout))
+        if history.promote_attempt():
+            parts["reverse"] = lambda: _try(lambda: _lag(plan, "reverse", timeout))
+    got = {name: {"error": v.message} if isinstance(v, interrupt.Late) else v  # one --timeout for all
+           for name, v in interrupt.side_by_side(parts, timeout, f"status {plan.file}").items()}
     phase = history.phase()
-    lags: dict[str, Any] = {"forward": forward.result() if forward else None,
-                            "reverse": reverse.result() if reverse else None}
+    lags: dict[str, Any] = {"forward": got.get("forward"), "reverse": got.get("reverse")}
     for d, m in lags.items():
         if m is not None and "error" not in m:
             m.update(role(d, phase))
@@ -122,9 +124,9 @@ def status(plan: Plan, timeout: float = NETWORK_TIMEOUT, mirrors: bool = True) -
         "freeze_window": frozen.as_dict() if last and (frozen := window(history, action)) else None,
         "carried_back": last.detail.get("carried_back") if last and last.outcome == "done" else None,
         "mirror": {**lags, "reverse_process": background.running(plan)},
-        "verify": verify.result(),
-        "routing": routed.result() or {"active": "old", "note": "no routing file written yet"},
-        "readers": _try(lambda: _readers(plan)),
+        "verify": got["verify"],
+        "routing": got["routing"] or {"active": "old", "note": "no routing file written yet"},
+        "readers": got["readers"],
     }
     report["problems"] = problems(report)
     return report

@@ -73,6 +73,12 @@ def _hand_back(pair: TablePair) -> Callable[[Effects], Detail]:
     return act
 
 
+def _platform(pair: TablePair, side: ClusterSide) -> Callable[[Effects], Detail]:
+    """A table the new cluster's platform writes: checked caught up before the routing file names it (promote), or
+    names the old pipeline's again (rollback): switch/platform.py."""
+    return lambda fx: fx.hand_over(pair) if side == "new" else fx.hand_back(pair)
+
+
 def _move_reader(r: Reader, direction: Direction) -> Step:
     side, target = ("old", "new") if direction == "forward" else ("new", "old")
 
@@ -164,10 +170,13 @@ def promote(plan: Plan) -> list[Step]:
         steps.append(Step(START_REVERSE, "start the reverse mirror (new -> old) so rollback loses nothing: tell the "
                           "armed one to go; it reads the drained forward map and the old cluster's ends, which the "
                           "freeze fixed, so the clients need not wait for it", lambda fx: fx.reverse_mirror(True)))
-    steps.append(Step(POINT_OF_NO_RETURN, "point the routing file at the new cluster; hook switch_clients",
-                      _switch("new")))
+    steps += [Step(f"hand-over:{p.old}", f"check {p.new}, which the new cluster's platform writes, holds every record "
+                   f"of {p.topic} (the old pipeline goes on, on the old cluster: rollback's table)",
+                   _platform(p, "new")) for p in plan.spec.tables if p.new_writer != "shadow"]
+    steps.append(Step(POINT_OF_NO_RETURN, "point the routing file at the new cluster (and each table a platform "
+                      "writes); hook switch_clients", _switch("new")))
     steps += [Step(f"hand-over:{p.old}", f"stop the old writer of {p.old}; continue it from the new cluster at "
-                   "the translated offsets", _hand_over(p)) for p in plan.spec.tables]
+                   "the translated offsets", _hand_over(p)) for p in plan.spec.tables if p.new_writer == "shadow"]
     steps += [_start_reader(r, "new") for r in plan.spec.readers]
     steps.append(Step("resume", "resume producers and consumers, now on the new cluster (hook resume)",
                       lambda fx: fx.hook("resume", active="new")))
@@ -211,12 +220,15 @@ def rollback(plan: Plan, history: History) -> list[Step]:
         *(_move_reader(r, "reverse") for r in plan.spec.readers if f"move-reader:{r.name}" in promoted),
         _check("new", "reverse"),
         *_registry(plan, "reverse", "final"),
-        Step(POINT_OF_NO_RETURN, "point the routing file back at the old cluster; hook switch_clients",
-             _switch("old")),
     ]
+    steps += [Step(f"hand-back:{p.old}", f"check {p.old}, which the old pipeline went on writing, holds every record "
+                   "the reverse mirror carried back", _platform(p, "old"))
+              for p in plan.spec.tables if f"hand-over:{p.old}" in promoted and p.new_writer != "shadow"]
+    steps.append(Step(POINT_OF_NO_RETURN, "point the routing file back at the old cluster (and each table); hook "
+                      "switch_clients", _switch("old")))
     steps += [Step(f"hand-back:{p.old}", f"stop cutover's writer of {p.old}; restart the old writer at the "
                    "translated offsets", _hand_back(p))
-              for p in plan.spec.tables if f"hand-over:{p.old}" in promoted]
+              for p in plan.spec.tables if f"hand-over:{p.old}" in promoted and p.new_writer == "shadow"]
     steps += [_start_reader(r, "old") for r in plan.spec.readers if f"move-reader:{r.name}" in promoted]
     steps.append(_reopen())
     steps.append(Step("resume", "resume producers and consumers, on the old cluster again (hook resume)",

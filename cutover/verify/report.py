@@ -167,6 +167,7 @@ def render_text(verified: VerifyResult) -> str:
                      f"{c['missing']:,}, extra {c['extra']:,}, mismatched {c['mismatched']:,}, duplicates "
                      f"{c['duplicates_old'] + c['duplicates_new']:,}; lag old {t['lag']['old_ahead']:,} / new "
                      f"{t['lag']['new_ahead']:,}")
+        lines += _freshness_lines(t.get("freshness"))
         rows = [[str(p["partition"]), str(p["old_rows"]), str(p["new_rows"]), str(p["missing"]), str(p["extra"]),
                  str(p["mismatched"]), str(p["duplicates_old"] + p["duplicates_new"]),
                  f"{p['old_ahead']}/{p['new_ahead']}"] for p in t["partitions"]]
@@ -195,3 +196,19 @@ def render_text(verified: VerifyResult) -> str:
             lines.append(f"  suite {su['suite']} on {su['table']}: "
                          + ("passed" if su["success"] else "FAILED " + ", ".join(failed)))
     return "\n".join(lines)
+
+
+def _freshness_lines(fresh: dict[str, Any] | None) -> list[str]:
+    """Each table's record-to-commit delay, and what a platform's table cannot prove."""
+    if not fresh:
+        return []
+    out = []
+    for side in ("old", "new"):
+        f = fresh[side]
+        out.append(f"  freshness, {side} table: " + (f"p50 {f['p50_ms'] / 1000:.2f} s, p95 {f['p95_ms'] / 1000:.2f} s "
+                                                     f"over {f['rows']:,} rows (record timestamp to commit)"
+                                                     if f["p50_ms"] is not None else f"not measured: {f['note']}"))
+    if fresh.get("cannot_prove"):
+        out.append(f"  not provable from the platform's table: {fresh['cannot_prove']}; rows compared by key "
+                   "(else content) and partition")
+    return out

@@ -90,9 +90,12 @@ class TableResult:
     cost: dict[str, Any]
     old_snapshot: int | None
     new_snapshot: int | None
+    #: Per table ("old", "new"): record-to-commit delay p50/p95 (verify/freshness.py); None: not measured.
+    freshness: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"table": self.table, "old_table": self.old_table, "topic": self.topic, "mode": self.mode,
+                "freshness": self.freshness,
                 "passed": self.passed, "counts": self.counts.as_dict(),
                 "gates": {name: g.as_dict() for name, g in self.gates.items()}, "schema": self.schema,
                 "suites": self.suites, "partitions": [p.as_dict() for p in self.partitions],

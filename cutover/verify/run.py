@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from cutover.errors import UsageError
 from cutover.kafka import inspect
 from cutover.kafka.clients import ClusterRef
-from cutover.lake import eras, stamps, tables
+from cutover.lake import eras, platforms, stamps, tables
 from cutover.output import progress
 from cutover.plan import Plan, TablePair, select_pairs
-from cutover.verify import align, quality
+from cutover.verify import align, freshness, quality
 from cutover.verify.canon import Column_, canonical, row_hash, schema_diff
 from cutover.verify.reconcile import buckets, reconcile
 from cutover.verify.results import (
@@ -50,6 +50,8 @@ class Options:
     table: str | None = None
     sample_size: int = 10
     timeout: float = 10.0
+    #: Measure each table's freshness (verify/freshness.py): always for a pair a platform writes.
+    freshness: bool = False
 
 
 def verify(plan: Plan, opts: Options) -> VerifyResult:
@@ -80,6 +82,8 @@ class Pinned:
     held: stamps.TableOffsets
     #: per partition, which cluster's offsets its rows carry, era by era ({}: never handed over)
     lines: dict[int, list[eras.Span]]
+    #: the table as stored (a platform's table, before `platforms.flatten`): what freshness reads
+    raw: DataFrame
 
 
 #: A table of at most this many rows (its snapshot's total-records) is read once and kept in Spark's memory
@@ -90,20 +94,21 @@ class Pinned:
 CACHE_ROWS = 200_000
 
 
-def _frame(spark: SparkSession, plan: Plan, table: str) -> Pinned:
+def _frame(spark: SparkSession, plan: Plan, table: str, writer: str = "shadow") -> Pinned:
     snaps, current, tbl = tables.snapshots(plan, table)
     if tbl is None:
         raise UsageError(f"table {table} does not exist in catalog {plan.spec.catalog.name}",  # type: ignore[union-attr]
                          fix="check tables[] in the plan; the new table is written by `cutover shadow`")
     reader = spark.read if current is None else spark.read.option("snapshot-id", str(current))
     props = tables.properties_of(tbl)
-    df = reader.table(tables.qualified(plan, table))
+    raw = reader.table(tables.qualified(plan, table))
+    df = platforms.flatten(raw, writer)
     if _rows(snaps, current) <= CACHE_ROWS:
         from pyspark import StorageLevel
 
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
     return Pinned(df, current, stamps.latest(snaps, current, table, props),
-                  eras.spans(eras.notes(snaps, current, props)))
+                  eras.spans(eras.notes(snaps, current, props)), raw)
 
 
 def _rows(snaps: list[stamps.Snapshot], current: int | None) -> float:
@@ -122,7 +127,7 @@ def _columns(df: DataFrame) -> list[Column_]:
 def _pair(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options,
           runner: quality.Runner | None) -> TableResult:
     started = time.monotonic()
-    old_pin, new_pin = _frame(spark, plan, pair.old), _frame(spark, plan, pair.new)
+    old_pin, new_pin = _frame(spark, plan, pair.old), _frame(spark, plan, pair.new, pair.new_writer)
     try:
         return _compare(spark, plan, pair, opts, runner, old_pin, new_pin, started)
     finally:
@@ -134,15 +139,25 @@ def _compare(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options, ru
              old_pin: Pinned, new_pin: Pinned, started: float) -> TableResult:
     old_df, new_df = old_pin.df, new_pin.df
     oc = pair.old_offset_columns
-    mode: Mode = "offsets" if oc else "key" if pair.key else "content"
+    platform = pair.new_writer != "shadow"  # its table keeps no offsets: rows by key (or content) and partition
+    mode: Mode = "offsets" if oc and not platform else "key" if pair.key else "content"
     ignore_old = {c.lower() for c in ([oc.partition, oc.offset, oc.topic, oc.timestamp] if oc else []) if c}
+    kept: set[str] = set()  # Kafka metadata compared as content
+    if platform and oc:  # each row's partition and timestamp compared as content, by key: the old table's columns,
+        # the platform's metadata
+        for theirs, ours in (("kafka_partition", oc.partition), ("kafka_timestamp", oc.timestamp)):
+            if ours:
+                new_df = new_df.withColumnRenamed(theirs, ours)
+                kept.add(ours.lower())
+    if platform:  # Kafka metadata a platform's table does not keep (an old table cutover's writer made has it)
+        ignore_old |= set(tables.META_NAMES)
+    skip = (ignore_old | _META) - kept
     old_cols, new_cols = _columns(old_df), _columns(new_df)
     old_names = {c.name.lower() for c in old_cols}
     kafka_only_new = {c.name.lower() for c in new_cols if c.name.startswith("kafka_")} - old_names
-    schema = schema_diff(old_cols, new_cols, ignore_old | _META, _META | kafka_only_new,
-                         set(pair.allow_narrowing))
+    schema = schema_diff(old_cols, new_cols, skip, (_META | kafka_only_new) - kept, set(pair.allow_narrowing))
     new_types = {c.name.lower(): c for c in new_cols}
-    compared = [c for c in old_cols if c.name.lower() in new_types and c.name.lower() not in ignore_old | _META]
+    compared = [c for c in old_cols if c.name.lower() in new_types and c.name.lower() not in skip]
     if mode == "key":
         missing = [k for k in pair.key if k.lower() not in {c.name.lower() for c in compared}]
         if missing:
@@ -202,8 +217,39 @@ def _compare(spark: SparkSession, plan: Plan, pair: TablePair, opts: Options, ru
     window = outcome.window
     suites = [runner.run(quality.load_suite(plan, name), df, table, side) for name in pair.checks
               for df, table, side in ((old_df, pair.old, "old"), (new_df, pair.new, "new"))] if runner else []
+    fresh = _freshness(spark, plan, pair, old_pin, new_pin) if opts.freshness or platform else None
     return _result(plan, pair, mode, outcome, schema, suites, window, lag_note, started,
-                   (old_pin.snapshot_id, new_pin.snapshot_id))
+                   (old_pin.snapshot_id, new_pin.snapshot_id), fresh)
+
+
+def _freshness(spark: SparkSession, plan: Plan, pair: TablePair, old_pin: Pinned, new_pin: Pinned,
+               ) -> dict[str, Any]:
+    """Each table's record-to-commit delay, p50 and p95 (verify/freshness.py), and what a platform's table
+    cannot prove."""
+    oc = pair.old_offset_columns
+    old_time = _as_time(old_pin.raw, oc.timestamp) if oc and oc.timestamp else None
+    new_time: Any = None
+    if pair.new_writer != "shadow":
+        new_time = platforms.record_time(pair.new_writer)
+    elif "kafka_timestamp" in new_pin.raw.columns:
+        new_time = _as_time(new_pin.raw, "kafka_timestamp")
+    out: dict[str, Any] = {"old": freshness.measure(spark, tables.qualified(plan, pair.old), old_pin.raw, old_time,
+                                    "the old table keeps no record timestamp: set tables[].old_offset_columns."
+                                    "timestamp to its column").as_dict(),
+           "new": freshness.measure(spark, tables.qualified(plan, pair.new), new_pin.raw, new_time,
+                                    "the new table keeps no record timestamp (kafka_timestamp)").as_dict()}
+    if pair.new_writer in platforms.CANNOT_PROVE:
+        out["cannot_prove"] = platforms.CANNOT_PROVE[pair.new_writer]
+    return out
+
+
+def _as_time(df: DataFrame, column: str) -> Any:
+    """A column of record times as a timestamp (a long counts milliseconds, as Kafka's do)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegralType
+
+    field = next(f for f in df.schema.fields if f.name.lower() == column.lower())
+    return F.timestamp_millis(F.col(field.name)) if isinstance(field.dataType, IntegralType) else F.col(field.name)
 
 
 def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pair: TablePair,
@@ -217,7 +263,7 @@ def _normalize(df: DataFrame, canon: list[Any], names: list[str], mode: Mode, pa
     staged = df.select("*", *canon)
     cols = [F.col(f"_c{i}") for i in range(len(canon))]
     h = row_hash(cols)
-    if side == "old" and oc:
+    if side == "old" and oc and mode == "offsets":
         p, ident = F.col(oc.partition).cast("int"), F.col(oc.offset).cast("bigint")
     elif side == "new" and mode == "offsets":
         p, ident = F.col("kafka_partition").cast("int"), F.col("kafka_offset").cast("bigint")
@@ -246,7 +292,8 @@ def _window(old_held: stamps.TableOffsets, new_held: stamps.TableOffsets, old_hi
 
 def _result(plan: Plan, pair: TablePair, mode: Mode, outcome: Any, schema: dict[str, Any],
             suites: list[dict[str, Any]], window: dict[int, int] | None, lag_note: str | None,
-            started: float, snapshots: tuple[int | None, int | None]) -> TableResult:
+            started: float, snapshots: tuple[int | None, int | None],
+            fresh: dict[str, Any] | None = None) -> TableResult:
     parts = []
     for p in sorted(outcome.partitions):
         pc = outcome.partitions[p]
@@ -270,7 +317,7 @@ def _result(plan: Plan, pair: TablePair, mode: Mode, outcome: Any, schema: dict[
     passed = all(x.passed for x in gates.values()) and schema["passed"] and all(s["success"] for s in suites)
     return TableResult(pair.new, pair.old, pair.topic, mode, passed, total, gates, schema, suites, tuple(parts),
                        outcome.samples, lag, {**outcome.cost, "seconds": round(time.monotonic() - started, 1)},
-                       *snapshots)
+                       *snapshots, fresh)
 
 
 def record(plan: Plan, table: str, summary: LastVerify) -> None:

@@ -25,9 +25,9 @@ from typing import Any, ClassVar
 from cutover import jvm
 from cutover.drill.context import control_hooks
 from cutover.drill.traffic import _Worker
+from cutover.kafka.java_client import java_properties
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, derive
-from cutover.shadow.source import java_properties
 from cutover.switch import background, routing
 from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic, read_all

@@ -242,20 +242,24 @@ def position(plan_file: Path) -> int:
     return sum(p["position"] or 0 for p in run.json()["partitions"]) if run.code == 0 else 0
 
 
-def killed_at_random_moments(plan_file: Path, ns: str, tmp: Path, kills: int = 10) -> None:
+def killed_at_random_moments(plan_file: Path, ns: str, tmp: Path, kills: int = 10, pause: float = 0,
+                             **mirror: Any) -> int:
     """The randomized exactly-once test: transactional traffic (committed and aborted, tombstones,
     headers, big values) flows into a topic on the old cluster while the mirror is SIGKILLed at
     random moments `kills` times; one last run catches up, and the new cluster must then hold
-    the old one's records exactly, field by field, each once."""
+    the old one's records exactly, field by field, each once. `mirror`: plan keys of the mirror (its mode).
+    Returns how many starts found records a killed process had written beyond its progress (idempotent mode).
+    `pause`: seconds between the traffic's rounds of 40 records (0: as fast as it goes)."""
     from cutover.plan import load_plan
     from tests.conftest import cutover, wait_for
     from tests.integration.kafka_util import create_topic, read_all
 
-    scoped = scoped_plan(plan_file, ns, tmp)
+    scoped = scoped_plan(plan_file, ns, tmp, **mirror)
     plan = load_plan(scoped)
     old, topic = plan.cluster("old"), f"{ns}.orders"
+    found = 0
     create_topic(old, topic, 4)
-    feed = Feed(Traffic(old, topic, 4, seed=11, txn_id=f"{ns}-producer"), pause=0)
+    feed = Feed(Traffic(old, topic, 4, seed=11, txn_id=f"{ns}-producer"), pause=pause)
     rnd, killed, proc = random.Random(3), 0, None
     try:
         while killed < kills:
@@ -266,7 +270,7 @@ def killed_at_random_moments(plan_file: Path, ns: str, tmp: Path, kills: int = 1
                 proc.wait(timeout=rnd.uniform(0.3, 2.5))  # a random moment while it copies
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.communicate(timeout=30)
+                found += "a batch cut short left" in proc.communicate(timeout=30)[1]
                 killed += 1
             else:
                 raise AssertionError(f"the mirror exited by itself: {proc.communicate()}")
@@ -281,3 +285,4 @@ def killed_at_random_moments(plan_file: Path, ns: str, tmp: Path, kills: int = 1
     source, target = read_all(old, topic, 4, timeout=60), read_all(plan.cluster("new"), topic, 4, timeout=60)
     assert len(source) > 500
     assert content(target) == content(source)
+    return found + ("a batch cut short left" in run.err)

@@ -18,10 +18,10 @@ import pytest
 from cutover import jvm
 from cutover.errors import UnreachableError
 from cutover.kafka.connect import Connect, ConnectError
+from cutover.kafka.java_client import java_properties
 from cutover.local import connect
 from cutover.local.sandbox import Sandbox, free_port
 from cutover.plan import Plan
-from cutover.shadow.source import java_properties
 from tests.conftest import cutover, wait_for
 from tests.integration.app_process import reader_plan
 from tests.integration.kafka_util import create_topic, read_all

@@ -15,10 +15,10 @@ import pytest
 from confluent_kafka import Producer
 
 from cutover import jvm
+from cutover.kafka.java_client import java_properties
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan
 from cutover.readers.flink import JAVA17_OPENS
-from cutover.shadow.source import java_properties
 from tests.conftest import cutover, wait_for
 from tests.integration.app_process import AppProcess, reader_plan
 from tests.integration.kafka_util import committed, create_topic, produce

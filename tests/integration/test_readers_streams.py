@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from cutover import jvm
+from cutover.kafka.java_client import java_properties
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan
-from cutover.shadow.source import java_properties
 from tests.conftest import cutover, wait_for
 from tests.integration.app_process import AppProcess, reader_plan
 from tests.integration.kafka_util import create_topic, produce, read_all

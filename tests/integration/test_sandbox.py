@@ -59,6 +59,30 @@ def test_a_wrong_address_or_protocol_is_named_with_what_to_check(
     assert "pw-never-shown" not in run.out + run.err and "Traceback" not in run.err
 
 
+def test_plan_check_prints_its_report_when_its_timeout_runs_out_naming_what_was_not_asked(
+        sandbox: Sandbox, tmp_path: Path, silent_port: int) -> None:
+    """The old cluster hangs for the whole --timeout: the new cluster answered its view, and what would be asked
+    of it after (its capabilities, its rights) is named as not checked, in the report (was: no report at all,
+    only 'did not finish within its --timeout' once the checks went past it on a loaded machine)."""
+    old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
+    old["bootstrap.servers"] = f"127.0.0.1:{silent_port}"
+    bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True, clusters={"old": old})
+    started = time.monotonic()  # 10 s: long enough for the healthy new cluster to answer on a loaded machine
+    run = cutover("plan", "check", "--plan", str(bad.file), "--timeout", "10", "-o", "json", timeout=90)
+    took = time.monotonic() - started
+    assert run.code == 1, (run.out, run.err)
+    report = run.json()
+    assert report["old"]["reachable"] is False and report["new"]["reachable"] is True
+    assert report["unchecked"] == ["the new cluster's capabilities", "the new cluster's rights on its topics"]
+    assert report["ok"] is False and "capabilities" not in report["new"]
+    assert took < 10 + 15, took  # the report, not the backstop's 'did not finish' (which prints no report)
+    text = cutover("plan", "check", "--plan", str(bad.file), "--timeout", "10", timeout=90)
+    assert text.code == 1, (text.out, text.err)
+    assert ("NOT CHECKED (the --timeout ran out before they were asked): the new cluster's capabilities, the new "
+            "cluster's rights on its topics") in text.out, text.out
+    assert "fix: give a longer --timeout" in text.out and text.out.rstrip().endswith("NOT OK: see above")
+
+
 @pytest.mark.parametrize(("props", "words"), [
     ({"security.protocol": "SSL"}, ["does not speak TLS", "fix: set security.protocol to PLAINTEXT"]),
     ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "app",
@@ -142,13 +166,40 @@ def test_status_exits_1_and_names_the_part_in_error(sandbox: Sandbox, tmp_path: 
     old = dict(yaml.safe_load(sandbox.plan_file.read_text())["clusters"]["old"])
     bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True,
                  clusters={"old": {**old, "bootstrap.servers": f"127.0.0.1:{closed_port}"}})
-    run = cutover("status", "--plan", str(bad.file), "--timeout", "3", timeout=60)
+    # 10 s: the refused port is named at once; a loaded machine's start takes seconds of a shorter --timeout
+    run = cutover("status", "--plan", str(bad.file), "--timeout", "10", timeout=90)
     assert run.code == 1, (run.out, run.err)
     assert f"mirror forward (old -> new): could not reach the old cluster (127.0.0.1:{closed_port})" in run.out
     assert "NOT OK: 1 part(s) in error (above); exit code 1" in run.out
-    report = cutover("status", "--plan", str(bad.file), "--timeout", "3", "-o", "json", timeout=60)
+    report = cutover("status", "--plan", str(bad.file), "--timeout", "10", "-o", "json", timeout=90)
     assert report.code == 1 and len(report.json()["problems"]) == 1
     assert report.json()["problems"][0].startswith("mirror forward: could not reach the old cluster")
+
+
+def test_status_prints_its_report_when_a_part_does_not_answer_within_its_timeout(
+        sandbox: Sandbox, tmp_path: Path, silent_port: int, ns: str) -> None:
+    """The catalog hangs (a REST server that accepts and never answers): status names the verify part as late
+    and prints the rest, within its --timeout and the seconds it has to say why (was: no report at all, the
+    command's backstop ending it while it waited on the catalog)."""
+    catalog = {"name": "cutover", "type": "rest", "uri": f"http://127.0.0.1:{silent_port}",
+               "warehouse": (sandbox.dir / "warehouse").as_uri()}
+    bad = derive(sandbox.plan_file, tmp_path / "plan.yaml", merge=True, catalog=catalog,
+                 topics={"include": [f"{ns}\\..*"]},
+                 tables=[{"topic": f"{ns}.orders", "old": f"{ns}.legacy", "new": f"{ns}.shadow"}])
+    create_topic(bad.cluster("old"), f"{ns}.orders", partitions=1)
+    started = time.monotonic()
+    # 10 s: long enough for the healthy clusters' part to answer on a loaded machine
+    run = cutover("status", "--plan", str(bad.file), "--timeout", "10", "-o", "json", timeout=90)
+    took = time.monotonic() - started
+    assert run.code == 1, (run.out, run.err)
+    report = run.json()
+    assert report["verify"] == {"error": "did not answer within the --timeout of 10s"}, report["verify"]
+    assert report["problems"] == ["verify: did not answer within the --timeout of 10s"], report["problems"]
+    assert "error" not in report["mirror"]["forward"], report["mirror"]  # the clusters answered: shown
+    assert report["routing"]["active"] == "old"
+    assert "did not finish within its --timeout" not in run.err and took < 10 + 15, (run.err, took)
+    text = cutover("status", "--plan", str(bad.file), "--timeout", "10", timeout=90)
+    assert text.code == 1 and "verify: did not answer within the --timeout of 10s" in text.out, text.out
 
 
 def test_init_writes_a_plan_that_plan_check_accepts_for_the_sandbox(sandbox: Sandbox, plan: Plan, ns: str,
@@ -167,7 +218,7 @@ def test_init_writes_a_plan_that_plan_check_accepts_for_the_sandbox(sandbox: San
                    "--old-bootstrap", status["old"]["bootstrap"], "--new-bootstrap", status["new"]["bootstrap"],
                    "--topics", f"{ns}\\.orders", "--groups", f"{ns}\\.billing",
                    "--table", f"{ns}.orders={ns}.legacy:{ns}.shadow", "--catalog-name", cat.name,
-                   "--catalog-uri", cat.uri, "--warehouse", cat.warehouse or "", "--timeout", "10")
+                   "--catalog-uri", cat.uri, "--warehouse", cat.warehouse or "", "--timeout", "30")
     assert init.code == 0, (init.out, init.err)
     assert "OK: every cluster, the catalog and the storage answered" in init.out
     check = cutover("plan", "check", "--plan", str(tmp_path / "plan.yaml"), "-o", "json")

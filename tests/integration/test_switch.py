@@ -93,7 +93,7 @@ def _plan(sandbox: Sandbox, ns: str, tmp: Path, hooks: dict[str, str], tables: b
 def _legacy(plan: Plan, tmp: Path) -> Plan:
     """A plan whose shadow writes the legacy table from the old cluster: the old pipeline's stand-in."""
     pair = dataclasses.asdict(plan.spec.tables[0])
-    pair = {k: v for k, v in pair.items() if v is not None}
+    pair = {k: v for k, v in pair.items() if v is not None and k != "new_writer"}  # the stand-in writes it
     return derive(plan.file, tmp / "legacy.yaml", name=f"{plan.name}_legacy",
                   tables=[{**pair, "old": f"{plan.name}.unused", "new": pair["old"]}])
 
@@ -688,3 +688,45 @@ def test_a_record_a_missed_producer_writes_on_the_new_cluster_during_rollback_is
         assert offsets[(topic, 0)] > max(r.offset for r in on_old if r.partition == 0), offsets
     finally:
         background.stop(main)
+
+
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
+def test_a_table_the_platform_writes_is_handed_over_by_the_routing_file_once_it_caught_up_and_back(
+        sandbox: Sandbox, spark: Any, tmp_path: Path, ns: str) -> None:
+    """tables[].new_writer: tansu (the layout of Tansu's Iceberg sink; on Tansu itself in test_tansu_lake.py): promote
+    names the platform's table in the routing file only once it holds every record the mirror copied, per
+    partition (else it stops at that step, naming the partitions, and resumes there); rollback names the old
+    pipeline's table again."""
+    from cutover.lake import tables
+    from tests.integration.kafka_util import produce
+    from tests.integration.test_verify import TANSU_LAYOUT
+
+    main = _plan(sandbox, ns, tmp_path, {}, new=f"{ns}.tansu", new_writer="tansu", key=["seq"],
+                 old_offset_columns={"partition": "kafka_partition", "offset": "kafka_offset",
+                                     "timestamp": "kafka_timestamp"})
+    topic = f"{ns}.orders"
+    create_topic(main.cluster("old"), topic, PARTITIONS)
+    produce(main.cluster("old"), topic, [{"value": json.dumps({"seq": i}).encode(), "partition": i % PARTITIONS}
+                                         for i in range(12)])
+    assert cutover("mirror", "--plan", str(main.file), "--until-caught-up").code == 0
+    shadow(_legacy(main, tmp_path), cluster="old")
+    layout = TANSU_LAYOUT.replace("named_struct('id', id, 'name', name, 'amount', amount, 'score', score)",
+                                  "named_struct('seq', seq)").replace("concat('\"k', id", "concat('\"k', seq")
+    spark.sql(layout.format(t=tables.qualified(main, f"{ns}.tansu"), old=tables.qualified(main, f"{ns}.legacy"))
+              + " WHERE seq <> 4")  # the platform's table one record short on partition 1
+    verify_run.record(main, f"{ns}.tansu", LastVerify.from_property(json.dumps(
+        {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "passed": True})))
+    short = cutover("promote", "--plan", str(main.file), "--execute", "--timeout", "5", timeout=600)
+    assert short.code == 1, short.err
+    assert f"table {ns}.tansu did not catch up within 5s" in short.err and "partition 1: 3 of 4" in short.err
+    routing = tmp_path / "routing.json"
+    assert not routing.exists()  # the clients were not switched
+    spark.sql(f"INSERT INTO {tables.qualified(main, f'{ns}.tansu')} SELECT"  # the record arrives
+              + layout.split(" AS SELECT", 1)[1].format(old=tables.qualified(main, f"{ns}.legacy")) + " WHERE seq = 4")
+    done = cutover("promote", "--plan", str(main.file), "--execute", "-o", "json", timeout=600)
+    assert done.code == 0, done.err
+    assert json.loads(routing.read_text())["tables"] == {f"{ns}.legacy": f"{ns}.tansu"}
+    back = cutover("rollback", "--plan", str(main.file), "--execute", "-o", "json", timeout=600)
+    assert back.code == 0, back.err
+    assert json.loads(routing.read_text())["tables"] == {f"{ns}.legacy": f"{ns}.legacy"}
+    background.stop(main)

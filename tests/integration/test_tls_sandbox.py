@@ -185,7 +185,8 @@ def test_bad_tls_settings_are_named_with_the_fix(tls: Sandbox, tmp_path: Path, n
             props.pop(key, None)
         else:
             props[key] = value.format(**fill)
-    run = cutover("plan", "check", "--plan", str(_plan_with(tls, ns, side, props)), "--timeout", "5", timeout=60)
+    # each is named at once; 20 s bounds it on a loaded machine, whose start took seconds of a 5 s --timeout
+    run = cutover("plan", "check", "--plan", str(_plan_with(tls, ns, side, props)), "--timeout", "20", timeout=90)
     assert run.code == 1, run.out + run.err
     for w in words:
         assert w.format(**fill) in run.out, run.out

@@ -305,3 +305,53 @@ def test_the_row_pass_filters_keep_exactly_the_chosen_offsets_and_buckets(spark:
         assert sorted((r["_p"], r["_id"]) for r in chosen) == [
             (0, 4), (0, 5), (0, 6), (0, 7), (1, 0), (1, 1), (1, 2), (1, 3), (1, 8), (1, 9), (1, 10), (1, 11)]
     assert rc._only(frame, "_b1", []).count() == 0
+
+
+#: The layout of Tansu 0.6.0's Iceberg sink for a topic with a JSON schema (cutover/lake/platforms.py; found on
+#: Tansu itself by tests/integration/test_tansu_lake.py): Kafka metadata in `meta`, the key and the value as JSON.
+TANSU_LAYOUT = """CREATE TABLE {t} USING iceberg AS SELECT
+    named_struct('partition', kafka_partition,
+                 'timestamp', date_format(kafka_timestamp, "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"),
+                 'year', year(kafka_timestamp), 'month', month(kafka_timestamp), 'day', day(kafka_timestamp)) AS meta,
+    concat('"k', id, '"') AS key, named_struct('id', id, 'name', name, 'amount', amount, 'score', score) AS value
+    FROM {old}"""
+
+
+@pytest.mark.slow  # CI runs it in its slow lane; the default suite stays under 15 minutes
+def test_a_table_the_platform_writes_is_compared_by_key_partition_and_timestamp_and_its_freshness_measured(
+        sandbox: Sandbox, plan: Plan, spark: Any, tmp_path: Path, ns: str) -> None:
+    topic = f"{ns}.orders"
+    create_topic(plan.cluster("old"), topic, 2)
+    produce_txn(plan.cluster("old"), topic, f"{ns}-tx", [(_records(0, 20), True)])
+    legacy = shadow_plan(sandbox.plan_file, f"{ns}_legacy", tmp_path, [
+        {"topic": topic, "old": f"{ns}.unused", "new": f"{ns}.legacy", "schema": SCHEMA}])
+    shadow(legacy, cluster="old")
+    main = shadow_plan(sandbox.plan_file, ns, tmp_path, [
+        {"topic": topic, "old": f"{ns}.legacy", "new": f"{ns}.tansu", "new_writer": "tansu", "key": ["id"],
+         "old_offset_columns": {**OFFSETS, "timestamp": "kafka_timestamp"}}])
+    spark.sql(TANSU_LAYOUT.format(t=tables.qualified(main, f"{ns}.tansu"), old=tables.qualified(main, f"{ns}.legacy")))
+    t = verify_run.verify(main, verify_run.Options()).as_dict()["tables"][0]
+    assert (t["mode"], t["passed"], t["counts"]["matched"], t["counts"]["new_rows"]) == ("key", True, 20, 20), t
+    fresh = t["freshness"]
+    assert fresh["old"]["rows"] == fresh["new"]["rows"] == 20
+    for side in ("old", "new"):  # record timestamp to the commit that made the row visible
+        assert 0 < fresh[side]["p50_ms"] <= fresh[side]["p95_ms"] < 600_000, fresh
+    assert fresh["cannot_prove"].startswith("offsets")
+    shadow_run = cutover("shadow", "--plan", str(main.file), "--until-caught-up")
+    assert shadow_run.code == 2 and "is written by the new cluster's platform" in shadow_run.err, shadow_run.err
+    # A row gone, a row in the other partition, a row with another timestamp: each found by key.
+    tansu = tables.qualified(main, f"{ns}.tansu")
+    spark.sql(f"DELETE FROM {tansu} WHERE value.id = 3")
+    spark.sql(f"UPDATE {tansu} SET meta = named_struct('partition', 1 - meta.partition, 'timestamp', meta.timestamp, "
+              "'year', meta.year, 'month', meta.month, 'day', meta.day) WHERE value.id = 4")
+    spark.sql(f"UPDATE {tansu} SET meta = named_struct('partition', meta.partition, 'timestamp', "
+              "'2001-01-01T00:00:00.000Z', 'year', meta.year, 'month', meta.month, 'day', meta.day) "
+              "WHERE value.id = 6")
+    run = cutover("verify", "--plan", str(main.file), "-o", "json")
+    assert run.code == 4, run.err
+    t = run.json()["tables"][0]
+    assert (t["counts"]["missing"], t["counts"]["mismatched"], t["counts"]["extra"]) == (1, 2, 0), t["counts"]
+    assert sorted((s["id"], sorted(s["columns"])) for s in t["samples"]["mismatched"]) == [
+        ("4", ["kafka_partition"]), ("6", ["kafka_timestamp"])], t["samples"]
+    text = cutover("verify", "--plan", str(main.file))
+    assert "freshness, new table: p50" in text.out and "not provable from the platform's table: offsets" in text.out

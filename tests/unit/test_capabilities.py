@@ -48,7 +48,8 @@ def test_the_api_list_alone_answers_what_it_can_and_leaves_the_rest_to_the_probe
     assert tansu.get("acls").evidence == "ApiVersions lacks DeleteAcls"
     assert all(f.supported is None for f in caps.from_apis("new", None).findings)
     row = tansu.get("transactions").as_dict()
-    assert row["supported"] is False and row["without"].startswith("the mirror cannot be exactly-once")
+    assert row["supported"] is False
+    assert row["without"].startswith("the mirror cannot write records and progress atomically")
     assert "cutover_does" not in kafka.get("transactions").as_dict()  # said only where it is missing
 
 
@@ -76,6 +77,16 @@ def test_a_command_needing_a_missing_capability_is_refused_naming_each_one_and_i
     assert "headers:" not in text  # not known from the list: not a reason to refuse
     assert refused.value.exit_code == ExitCode.REFUSED and refused.value.fix
     caps.require(caps.from_apis("new", KAFKA), ["transactions", "create-partitions"], "cutover mirror")
+
+
+def test_the_idempotent_mode_needs_no_transactions_and_a_refusal_for_them_alone_names_it() -> None:
+    tansu = caps.from_apis("new", TANSU)
+    assert caps.mirror_needs("transactional") == ("transactions", "idempotent-producer", "headers")
+    assert caps.mirror_needs("idempotent") == ("idempotent-producer", "headers")
+    caps.require(tansu, caps.mirror_needs("idempotent"), "cutover mirror")  # nothing missing: no refusal
+    with pytest.raises(Refused) as refused:
+        caps.require(tansu, caps.mirror_needs("transactional"), "cutover mirror")
+    assert refused.value.fix is not None and refused.value.fix.startswith("set mirror.mode: idempotent in the plan")
 
 
 @pytest.mark.parametrize("argv, words", [

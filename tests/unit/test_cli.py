@@ -30,7 +30,7 @@ def test_valid_plan_offline_text_and_json(tmp_path: Path, capsys: pytest.Capture
     code, out, _ = run(["plan", "check", "--plan", str(plan), "--offline", "-o", "json"], capsys)
     assert json.loads(out) == {"name": "migration", "plan": str(plan), "valid": True, "offline": True, "findings": [],
                                "ok": True, "old": None, "new": None, "catalog": None, "storage": None, "registry": None,
-                               "readers": [], "reachable": None}
+                               "readers": [], "reachable": None, "unchecked": []}
 
 
 def test_invalid_plan_exits_2_with_every_problem_and_no_traceback(

@@ -35,6 +35,18 @@ CASES = {
     "runbook-step-without-a-body": ({"r.yaml": RUNBOOK.encode()}, ["drill", "show", "{tmp}/r.yaml"], ExitCode.USAGE,
                                     ["{tmp}/r.yaml:6: step 2 (nothing): steps[1]: a step has exactly one of action, "
                                      "fault, manual, expect; found none"]),
+    "demo-onto-tansu-with-the-sink": ({}, ["demo", "--dir", "{tmp}/sb", "--platform", "new=tansu", "--old-pipeline",
+                                           "sink"], ExitCode.USAGE,
+                                      ["--old-pipeline sink with --platform new=tansu", "commits through transactions "
+                                       "Tansu lacks", "fix: leave --old-pipeline out"]),
+    "demo-onto-tansu-in-avro": ({}, ["demo", "--dir", "{tmp}/sb", "--platform", "new=tansu", "--format", "avro"],
+                                ExitCode.USAGE, ["--format avro with --platform new=tansu"]),
+    "demo-onto-tansu-on-postgres": ({}, ["demo", "--dir", "{tmp}/sb", "--platform", "new=tansu", "--catalog",
+                                         "postgres"], ExitCode.USAGE,
+                                    ["--catalog postgres with --platform new=tansu: Tansu writes its tables through "
+                                     "a REST catalog only"]),
+    "demo-from-tansu": ({}, ["demo", "--dir", "{tmp}/sb", "--platform", "old=tansu"], ExitCode.USAGE,
+                        ["--platform old=tansu: the demo migrates from Apache Kafka", "fix: use --platform new=tansu"]),
     "drill-show-of-a-missing-runbook": ({}, ["drill", "show", "no-such-runbook"], ExitCode.USAGE,
                                         ["no-such-runbook: runbook not found", "or the name of one in",
                                          "full-migration"]),

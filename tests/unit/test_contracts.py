@@ -113,7 +113,7 @@ def test_verify_result_and_the_recorded_summary() -> None:
                     "samples": {"missing": [], "extra": [], "mismatched": [], "duplicates": []},
                     "lag": {"old_ahead": 2, "new_ahead": 3, "note": None},
                     "cost": {"buckets": {"_b0": 1}, "differing": {"_b0": 1}, "rows_compared": 12, "seconds": 1.0},
-                    "old_snapshot": 5, "new_snapshot": 6}]})
+                    "old_snapshot": 5, "new_snapshot": 6, "freshness": None}]})
     last = table.summary("2026-11-23T05:00:00+00:00")
     _same(last, {"at": "2026-11-23T05:00:00+00:00", "passed": False, "counts": counts_json,
                  "lag": {"old_ahead": 2, "new_ahead": 3}, "old_snapshot": 5, "new_snapshot": 6})

@@ -151,3 +151,19 @@ def test_one_broker_of_several_refusing_credentials_is_not_decisive_every_one_is
     assert not decisive([denied(9093), denied(9093), denied(9092)], three)
     assert decisive([denied(9094), denied(9093), denied(9092)], three)
     assert decisive([denied(9092)], {**SASL, "bootstrap.servers": "127.0.0.1:9092"})
+
+
+def test_a_broker_error_it_does_not_name_is_its_answer_not_an_unreachable_cluster() -> None:
+    """UNKNOWN_SERVER_ERROR (Tansu 0.6.0 refusing a record its Iceberg table cannot take): the cluster answered, so
+    "could not reach" and "check bootstrap.servers" would send the operator the wrong way."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from cutover.errors import UnreachableError
+    from cutover.kafka.clients import ClusterRef
+
+    ref = ClusterRef("new", {"bootstrap.servers": "127.0.0.1:9"})
+    err = ref.failure(KafkaException(KafkaError(KafkaError.UNKNOWN)), "writing records")
+    assert not isinstance(err, UnreachableError)
+    assert str(err).startswith("the new cluster (127.0.0.1:9) failed writing records with an error it did not name "
+                               "(UNKNOWN_SERVER_ERROR)"), err
+    assert "its log says why" in err.fix and "schema" in err.fix  # type: ignore[attr-defined]

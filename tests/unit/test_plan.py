@@ -456,3 +456,12 @@ def test_an_env_file_that_is_a_folder_is_named_as_one(tmp_path: Path) -> None:
     assert problems(tmp_path, "env_file: secrets\n" + MINIMAL) == [
         f"{tmp_path / 'plan.yaml'}:1: env_file: {tmp_path / 'secrets'} is a folder, not a file of NAME=value lines "
         "(fix: name the file in it, or remove env_file)"]
+
+
+def test_the_mirror_state_on_the_old_cluster_needs_the_idempotent_mode(tmp_path: Path) -> None:
+    (msg,) = problems(tmp_path, MINIMAL + "mirror:\n  state_cluster: old\n")
+    assert "mirror.state_cluster: old needs mirror.mode: idempotent" in msg and "fix: set mode: idempotent" in msg
+    (msg,) = problems(tmp_path, MINIMAL + "mirror:\n  mode: exactly-once\n")
+    assert "mirror.mode" in msg and "transactional" in msg and "idempotent" in msg
+    plan = load_plan(write(tmp_path, MINIMAL + "mirror:\n  mode: idempotent\n  state_cluster: old\n"))
+    assert (plan.spec.mirror.mode, plan.spec.mirror.state_cluster) == ("idempotent", "old")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from cutover.errors import UsageError
-from cutover.shadow.source import java_properties, reader_options
+from cutover.kafka.java_client import java_properties
+from cutover.shadow.source import reader_options
 
 
 def test_java_properties_translate_sasl_and_tls(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Literal
 from cutover.drill import codec
 from cutover.drill.context import Drill
 from cutover.drill.ops.base import Detail, ExpectationFailed, NoArgs, deadline, need_traffic, op
-from cutover.drill.ops.pipeline import run_verify
+from cutover.drill.ops.pipeline import freshness, run_verify
 from cutover.errors import CutoverError
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.schema import Duration
@@ -21,7 +21,26 @@ def _verify_passed(d: Drill, _a: NoArgs) -> Detail:
     if not result.passed:
         raise ExpectationFailed("verify did not pass: " + "; ".join(
             f"{t.table}: {t.counts.as_dict()}" for t in result.tables if not t.passed))
-    return {"passed": True, "tables": {t.table: t.counts.as_dict() for t in result.tables}}
+    return {"passed": True, "tables": {t.table: t.counts.as_dict() for t in result.tables}, **freshness(result)}
+
+
+@dataclass(frozen=True)
+class CaughtUpArgs:
+    within: Duration = Duration(120)
+
+
+@op("expect", "platform-table-caught-up", CaughtUpArgs, lambda a: "each table the new cluster's platform writes holds "
+    f"a row for every record of its topic there, within {a.within:.0f}s")
+def _platform_caught_up(d: Drill, a: CaughtUpArgs) -> Detail:
+    from cutover.switch import platform
+
+    pairs = [p for p in d.plan.spec.tables if p.new_writer != "shadow"]
+    if not pairs:
+        raise CutoverError("the plan has no table the new cluster's platform writes (tables[].new_writer)")
+    try:
+        return {p.new: platform.caught_up_log(d.plan, p, float(a.within))["per_partition"] for p in pairs}
+    except CutoverError as exc:
+        raise ExpectationFailed(exc.message) from None
 
 
 @dataclass(frozen=True)
@@ -36,16 +55,55 @@ def _lag_below(d: Drill, a: LagArgs) -> Detail:
     from cutover.mirror import status
 
     seen: list[int] = []
+    unread: list[CutoverError] = []
 
     def check() -> bool:
-        seen.append(status.status(d.plan, a.direction, min(5.0, d.timeout)).lag)
+        try:  # a reading that timed out (a loaded cluster) is asked again within the window, not a failure
+            seen.append(status.status(d.plan, a.direction, min(5.0, d.timeout)).lag)
+        except CutoverError as exc:
+            if not exc.retryable:
+                raise
+            unread.append(exc)
+            return False
         return seen[-1] <= a.records
 
     try:
         deadline(a.within, f"mirror lag at most {a.records}", check, every=1.0)
     except ExpectationFailed:
-        raise ExpectationFailed(f"mirror lag stayed above {a.records} for {a.within:.0f}s (last {seen[-1]})") from None
-    return {"lag": seen[-1]}
+        if not seen:
+            raise unread[-1] from None
+        last = f"last {seen[-1]}" + (f"; {len(unread)} reading(s) failed, the last: {unread[-1].message}"
+                                     if unread else "")
+        raise ExpectationFailed(f"mirror lag stayed above {a.records} for {a.within:.0f}s ({last})") from None
+    return {"lag": seen[-1], **({"readings_failed": len(unread)} if unread else {})}
+
+
+@dataclass(frozen=True)
+class StoppedArgs:
+    #: words the mirror's error must hold (its own wording of why it stopped)
+    saying: str
+    within: Duration = Duration(120)
+
+
+@op("expect", "mirror-stopped", StoppedArgs, lambda a: f"the background mirror stops within {a.within:.0f}s, its "
+    f"error saying '{a.saying}' (a target that refuses writes stops it, named; mirror.start resumes it)")
+def _mirror_stopped(d: Drill, a: StoppedArgs) -> Detail:
+    proc = d.procs.get("mirror")
+    if proc is None:
+        raise CutoverError("no background mirror ran (add a mirror.start step before this one)")
+    try:
+        deadline(a.within, "the mirror stopped", lambda: proc.poll() is not None, every=0.5)
+    except ExpectationFailed:
+        raise ExpectationFailed(f"the mirror still runs after {a.within:.0f}s") from None
+    lines = (d.folder / "mirror.log").read_text(errors="replace").splitlines()
+    said = [i for i, line in enumerate(lines) if line.startswith("error: ")]
+    error = lines[said[-1]] if said else ""
+    fix = next((line.strip() for line in lines[said[-1] + 1:] if line.strip().startswith("fix: ")), None) \
+        if said else None
+    if a.saying not in error:
+        raise ExpectationFailed(f"the mirror stopped (exit {proc.returncode}) saying {error or 'no error'!r}, not "
+                                f"{a.saying!r}")
+    return {"exit": proc.returncode, "error": error.removeprefix("error: "), "fix": fix}
 
 
 @dataclass(frozen=True)

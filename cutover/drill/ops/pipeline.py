@@ -10,7 +10,7 @@ from typing import Any, Literal
 from cutover import process
 from cutover.drill.context import Drill
 from cutover.drill.ops.base import Detail, NoArgs, op
-from cutover.plan import ClusterSide
+from cutover.plan import ClusterSide, TablePair
 from cutover.plan.schema import Duration
 from cutover.verify.results import VerifyResult
 
@@ -121,7 +121,8 @@ def _legacy_plan(d: Drill) -> Any:
     from cutover.plan import derive
 
     return derive(d.plan.file, d.folder / "legacy-plan.yaml", tables=[
-        {**_pair(p), "new": p.old, "old": p.old + "_standin_unused"} for p in d.plan.spec.tables])
+        {**_pair(p), "new": p.old, "old": p.old + "_standin_unused", "new_writer": "shadow"}
+        for p in d.plan.spec.tables])
 
 
 def _pair(pair: Any) -> dict[str, Any]:
@@ -176,7 +177,14 @@ def _shadow_stop(d: Drill, _a: NoArgs) -> Detail:
 @op("action", "verify", NoArgs, lambda _a: "run cutover verify (the result is kept for the expectations)")
 def _verify(d: Drill, _a: NoArgs) -> Detail:
     result = run_verify(d)
-    return {"passed": result.passed, "tables": {t.table: t.counts.as_dict() for t in result.tables}}
+    return {"passed": result.passed, "tables": {t.table: t.counts.as_dict() for t in result.tables},
+            **freshness(result)}
+
+
+def freshness(result: VerifyResult) -> Detail:
+    """Each table's freshness (record to visible row, p50/p95 per side) where verify measured it."""
+    found = {t.table: t.freshness for t in result.tables if t.freshness is not None}
+    return {"freshness": found} if found else {}
 
 
 def run_verify(d: Drill) -> VerifyResult:
@@ -224,18 +232,23 @@ class ReplayArgs:
 
 
 @op("action", "replay", ReplayArgs, lambda a: f"rebuild each new table from the {a.cluster} cluster's retained "
-    "topic into <table>_replay, and verify the rebuild against the live table")
+    "topic, from its first offsets, into a scratch table (<table>_replay; for a table the platform writes, <old "
+    "table>_replay), and verify the rebuild against the live table")
 def _replay(d: Drill, a: ReplayArgs) -> Detail:
     from cutover.plan import derive
     from cutover.shadow import job
     from cutover.verify import run as verify_run
 
+    def scratch(p: TablePair) -> str:  # never in the platform's own namespace: cutover does not write there
+        return (p.new if p.new_writer == "shadow" else p.old) + "_replay"
+
     columns = {"partition": "kafka_partition", "offset": "kafka_offset"}
     compare = derive(d.plan.file, d.folder / "replay-plan.yaml", tables=[
-        {**_pair(p), "old": p.new + "_replay", "old_offset_columns": columns, "checks": []}
+        {**_pair(p), "old": scratch(p), "old_offset_columns": columns, "checks": []}
         for p in d.plan.spec.tables])
     build = derive(d.plan.file, d.folder / "replay-build.yaml", tables=[
-        {**_pair(p), "new": p.new + "_replay", "old": p.new + "_replay_unused"} for p in d.plan.spec.tables])
+        {**_pair(p), "new": scratch(p), "old": scratch(p) + "_unused", "new_writer": "shadow"}
+        for p in d.plan.spec.tables])
     rebuilt = job.run(build, job.Options(cluster=a.cluster, start="earliest", timeout=d.timeout), threading.Event())
     result = verify_run.verify(compare, verify_run.Options(timeout=d.timeout))
     d.verified = result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from cutover.drill.context import Drill
 from cutover.drill.ops.base import (
@@ -31,6 +32,9 @@ class TrafficArgs:
     #: records per second, about
     rate: float = field(default=100.0, metadata={"check": _positive})
     transactions: bool = True
+    #: the records' keys: plain text, or JSON strings (a platform that writes its own tables, Tansu, reads keys as
+    #: JSON and refuses records whose key is not)
+    keys: Literal["plain", "json"] = "plain"
     #: partitions of the topics it creates when they do not exist
     partitions: int = field(default=3, metadata={"check": _positive})
 
@@ -44,7 +48,7 @@ def _traffic_start(d: Drill, a: TrafficArgs) -> Detail:
     topics = topics_of(d, a.topics)
     if d.traffic is None:
         _create_topics(d, topics, a.partitions)
-        d.traffic = Traffic(d.switch_plan(), d.ctl, topics, a.rate, a.transactions)
+        d.traffic = Traffic(d.switch_plan(), d.ctl, topics, a.rate, a.transactions, json_keys=a.keys == "json")
         d.traffic.start()
     return {"topics": topics, "rate": a.rate}
 
