@@ -1,0 +1,43 @@
+"""jvm.program: a single-file Java program compiled once (real javac and java), reused, compiled again when its
+source changes, and run in source mode when it does not compile (Java then says why, as before)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cutover import jvm
+
+HELLO = 'public class Hello { public static void main(String[] a) { System.out.println("%s " + a[0]); } }\n'
+
+
+def _run(args: list[str], *extra: str) -> str:
+    return subprocess.run([jvm.java(), *args, *extra], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_program_is_compiled_once_and_again_when_its_source_changes(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUTOVER_HOME", str(tmp_path / "home"))
+    source = tmp_path / "Hello.java"
+    source.write_text(HELLO % "hello")
+    first = jvm.program(source, [])
+    assert first[-1] == "Hello" and _run(first, "world") == "hello world\n"
+    made = sorted((tmp_path / "home" / "classes").iterdir())
+    assert len(made) == 1 and (made[0] / "Hello.class").is_file()
+    stamp = (made[0] / "Hello.class").stat().st_mtime_ns
+    assert jvm.program(source, []) == first and (made[0] / "Hello.class").stat().st_mtime_ns == stamp
+    source.write_text(HELLO % "bye")
+    again = jvm.program(source, [])
+    assert again != first and _run(again, "world") == "bye world\n"
+    assert len([p for p in (tmp_path / "home" / "classes").iterdir() if not p.name.startswith(".")]) == 2
+
+
+def test_a_program_that_does_not_compile_runs_in_source_mode_and_leaves_nothing(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUTOVER_HOME", str(tmp_path / "home"))
+    source = tmp_path / "Hello.java"
+    source.write_text("public class Hello { not java }\n")
+    assert jvm.program(source, []) == ["-cp", "", str(source)]
+    assert list((tmp_path / "home" / "classes").iterdir()) == []
