@@ -68,6 +68,13 @@ def report_by(timeout: float) -> float:
     return end if _backstop_at is None else min(end, _backstop_at - GRACE - SAY_WHY)
 
 
+def last_wait_end(timeout: float) -> float:
+    """The latest a part's wait that began now may end (time.monotonic()): `timeout` from now, and a second before
+    the backstop leaves the command its report's own seconds (its start took part of its --timeout)."""
+    end = time.monotonic() + timeout
+    return end if _backstop_at is None else min(end, _backstop_at - GRACE - 1.0)
+
+
 #: Parts left running by an earlier call, by scope and name: not started again while they still run.
 _left_running: dict[str, threading.Thread] = {}
 
@@ -98,9 +105,7 @@ def side_by_side(parts: Mapping[str, Callable[[], T]], timeout: float, scope: st
 
         threads[name] = threading.Thread(target=run, name=f"cutover-part-{name}", daemon=True)
         threads[name].start()
-    end = time.monotonic() + timeout + SAY_WHY - 1.0
-    if _backstop_at is not None:  # the command's start (its imports, the plan read) took part of its --timeout
-        end = min(end, _backstop_at - GRACE - 1.0)  # the report's own seconds before the backstop
+    end = last_wait_end(timeout + SAY_WHY - 1.0)  # a part's own wait of `timeout` may end in its explanation
     for name, thread in threads.items():
         thread.join(max(0.0, end - time.monotonic()))
         if name not in results:

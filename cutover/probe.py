@@ -40,7 +40,8 @@ def check(plan: Plan, timeout: float) -> dict[str, Any]:
         futures = {s: pool.submit(_viewed, plan, s, timeout) for s in sides}
         # the catalog, then the storage: each within the timeout (two servers: one that does not answer costs its
         # own wait, and its error names it), beside the clusters
-        lake = pool.submit(_lake_reports, plan, timeout)
+        # (their clients' imports are not counted, unless the backstop needs those seconds for the report)
+        lake = pool.submit(_lake_reports, plan, timeout, interrupt.last_wait_end(timeout + interrupt.SAY_WHY))
         report: dict[str, Any] = {"plan": str(plan.file), "name": plan.name, "valid": True, "offline": False}
         for side in sides:
             report[side] = _cluster_report(plan, side, futures[side].result())
@@ -241,14 +242,15 @@ def _left(deadline: float) -> float:
     return max(STEP_MIN, deadline - time.monotonic())
 
 
-def _lake_reports(plan: Plan, timeout: float) -> tuple[dict[str, Any], dict[str, Any]]:
+def _lake_reports(plan: Plan, timeout: float, until: float) -> tuple[dict[str, Any], dict[str, Any]]:
     """The catalog, then the storage (whose location may come from the catalog's tables): each within the
-    timeout, as the failures say (they are different servers; one that does not answer costs its own)."""
-    cat = _catalog_report(plan, timeout)
-    return cat, _storage_report(plan, timeout, cat)
+    timeout, as the failures say (they are different servers; one that does not answer costs its own), and both
+    by `until` (the report is written before the command's backstop; a wait it shortened says so)."""
+    cat = _catalog_report(plan, timeout, until)
+    return cat, _storage_report(plan, timeout, cat, until)
 
 
-def _catalog_report(plan: Plan, timeout: float) -> dict[str, Any]:
+def _catalog_report(plan: Plan, timeout: float, until: float | None = None) -> dict[str, Any]:
     cat = plan.spec.catalog
     if cat is None:
         return {"reachable": True, "configured": False, "tables": []}
@@ -259,7 +261,7 @@ def _catalog_report(plan: Plan, timeout: float) -> dict[str, Any]:
     if missing is not None:  # never opened (SQLite would create the file): a finding, not a failure
         return {**base, "reachable": None, "tables": [], "note": "not opened: its SQLite file does not exist"}
     try:
-        iceberg = reach.probe_catalog(cat, timeout)  # the catalog it opened: not opened twice
+        iceberg = reach.probe_catalog(cat, timeout, until)  # the catalog it opened: not opened twice
         tables = []
         for pair in plan.spec.tables:
             for role in ("old", "new"):
@@ -275,7 +277,8 @@ def _catalog_report(plan: Plan, timeout: float) -> dict[str, Any]:
     return {**base, "reachable": True, "tables": tables}
 
 
-def _storage_report(plan: Plan, timeout: float, catalog_report: dict[str, Any]) -> dict[str, Any]:
+def _storage_report(plan: Plan, timeout: float, catalog_report: dict[str, Any],
+                    until: float | None = None) -> dict[str, Any]:
     """`usable`: True, False, or None when there is nothing to probe (no catalog, no known location)."""
     cat = plan.spec.catalog
     if cat is None:
@@ -289,7 +292,7 @@ def _storage_report(plan: Plan, timeout: float, catalog_report: dict[str, Any]) 
                 "note": "no warehouse location known (the REST catalog keeps it server-side): set "
                         "catalog.storage to the warehouse's location to have it probed"}
     try:
-        done = reach.probe_storage(cat, location, timeout)
+        done = reach.probe_storage(cat, location, timeout, until)
     except CutoverError as exc:
         return {"usable": False, "location": location, "error": exc.message, "fix": exc.fix}
     return {"usable": True, "location": location, "note": done}

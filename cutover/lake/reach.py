@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -40,12 +41,14 @@ _DENIED = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "Forbi
 _NO_BUCKET = ("NoSuchBucket", "NO_SUCH_BUCKET", "bucket does not exist")
 
 
-def _within(what: str, address: str, timeout: float, fn: Callable[[], T]) -> T:
-    """fn() in a daemon thread; a component that never answers is reported at the deadline.
+def _within(what: str, address: str, timeout: float, fn: Callable[[], T], until: float | None = None) -> T:
+    """fn() in a daemon thread; a component that never answers is reported at the deadline: `timeout` from now,
+    or `until` (time.monotonic()) when that comes first, which the error then says.
 
     The thread is left behind (a client blocked on a silent socket cannot be interrupted from
     outside) and does not hold the process at exit."""
     outcome: dict[str, Any] = {}
+    wait = timeout if until is None else max(MIN_WAIT, min(timeout, until - time.monotonic()))
 
     def run() -> None:
         try:
@@ -55,9 +58,11 @@ def _within(what: str, address: str, timeout: float, fn: Callable[[], T]) -> T:
 
     worker = threading.Thread(target=run, name="cutover-reach", daemon=True)
     worker.start()
-    worker.join(timeout)
+    worker.join(wait)
     if worker.is_alive():
-        raise UnreachableError(f"{what} did not answer within {exact(timeout)}s",
+        within = f"{exact(timeout)}s" if wait >= timeout else \
+            f"{exact(round(wait, 1))}s (what was left of the --timeout of {exact(timeout)}s)"
+        raise UnreachableError(f"{what} did not answer within {within}",
                                fix=f"check that {address} is the right address and that the server is up and "
                                "reachable from this host (a firewall that drops packets looks like this), or "
                                "raise --timeout")
@@ -66,12 +71,17 @@ def _within(what: str, address: str, timeout: float, fn: Callable[[], T]) -> T:
     return cast(T, outcome["value"])
 
 
+#: The least a probe waits when its deadline is near: a server on the same host answers within it.
+MIN_WAIT = 0.5
+
+
 def safe_address(cat: Catalog) -> str:
     return catalog_mod.safe_uri(cat.uri)
 
 
-def probe_catalog(cat: Catalog, timeout: float) -> IcebergCatalog:
-    """Open the catalog and list its namespaces; the catalog, or a named error when it cannot be used."""
+def probe_catalog(cat: Catalog, timeout: float, until: float | None = None) -> IcebergCatalog:
+    """Open the catalog and list its namespaces; the catalog, or a named error when it cannot be used. Its wait
+    ends `timeout` after the client is imported, or at `until` (time.monotonic()) when that comes first."""
     def ask() -> IcebergCatalog:
         iceberg = catalog_mod.load(cat)
         try:
@@ -81,7 +91,7 @@ def probe_catalog(cat: Catalog, timeout: float) -> IcebergCatalog:
         return iceberg
 
     catalog_mod.import_clients(cat)
-    return _within(f"catalog {cat.name} at {safe_address(cat)}", safe_address(cat), timeout, ask)
+    return _within(f"catalog {cat.name} at {safe_address(cat)}", safe_address(cat), timeout, ask, until)
 
 
 def storage_location(cat: Catalog, table_locations: Callable[[], list[str]] | None = None) -> str | None:
@@ -97,8 +107,9 @@ def storage_location(cat: Catalog, table_locations: Callable[[], list[str]] | No
     return None
 
 
-def probe_storage(cat: Catalog, location: str, timeout: float) -> str:
-    """Write, read back and remove a small object at location; what was done, or a named error."""
+def probe_storage(cat: Catalog, location: str, timeout: float, until: float | None = None) -> str:
+    """Write, read back and remove a small object at location; what was done, or a named error (its wait as
+    probe_catalog's)."""
     scheme = urlsplit(location).scheme
     if scheme in ("", "file"):
         return _probe_folder(Path(unquote(urlsplit(location).path) if scheme else location))
@@ -139,7 +150,7 @@ def probe_storage(cat: Catalog, location: str, timeout: float) -> str:
         return f"wrote, read and deleted a probe object under {location}"
 
     catalog_mod.import_clients(cat, storage=True)
-    return _within(what, endpoint, timeout, probe)
+    return _within(what, endpoint, timeout, probe, until)
 
 
 def storage_error(what: str, bucket: str, exc: Exception) -> CutoverError:

@@ -126,7 +126,9 @@ def test_plan_check_names_what_is_wrong_with_the_catalog(servers: Sandbox, tmp_p
     assert report["old"]["reachable"] is True and report["new"]["reachable"] is True
 
     run, report = _check(_variant(box, tmp_path, "silent", uri=silent_uri))
-    assert report["catalog"]["error"].endswith(f" did not answer within {TIMEOUT}s"), report["catalog"]
+    error = report["catalog"]["error"]  # the whole --timeout, or what the command's start left of it (a busy host)
+    assert error.endswith((f" did not answer within {TIMEOUT}s", f"(what was left of the --timeout of {TIMEOUT}s)")), \
+        report["catalog"]
     assert report["catalog"]["error"].startswith("catalog cutover at ")
     assert run.code == 1
 

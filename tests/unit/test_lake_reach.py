@@ -62,3 +62,25 @@ def test_the_catalog_client_is_imported_before_the_deadline_starts(kind: str, mo
             f"print({module!r} in sys.modules, 'pyiceberg.io.pyarrow' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["True", "True"]
+
+
+def test_a_probe_whose_deadline_comes_before_its_timeout_says_it_waited_less() -> None:
+    """plan check's lake probes end before the command's backstop: a wait shortened by it says how long it was,
+    never the whole --timeout it did not have (and a server that answers in time is unaffected)."""
+    import threading
+    import time
+
+    from cutover.lake.reach import _within
+
+    hang = threading.Event()
+    started = time.monotonic()
+    with pytest.raises(UnreachableError) as late:
+        _within("catalog c at http://127.0.0.1:1", "http://127.0.0.1:1", 5, hang.wait, until=started + 0.8)
+    assert time.monotonic() - started < 2
+    assert late.value.message.startswith("catalog c at http://127.0.0.1:1 did not answer within 0.")
+    assert late.value.message.endswith("s (what was left of the --timeout of 5s)")
+    with pytest.raises(UnreachableError) as whole:
+        _within("catalog c", "x", 0.6, hang.wait, until=time.monotonic() + 30)
+    assert whole.value.message == "catalog c did not answer within 0.6s"
+    assert _within("catalog c", "x", 5, lambda: "answered", until=time.monotonic() + 1) == "answered"
+    hang.set()
