@@ -304,37 +304,9 @@ def _failed(label: str, part: dict[str, Any]) -> list[str]:
 
 def render_readers(readers: list[dict[str, Any]]) -> list[str]:
     """Each declared reader's position, one line each."""
-    lines = []
-    for r in readers:
-        if r["kind"] == "kafka-streams":
-            where = ", ".join(f"{t} {{{_offsets(parts)}}}" for t, parts in r["positions"].items())
-            lines.append(f"reader {r['reader']} (kafka-streams, state: {r['state']}): {r['tasks']} task(s) in "
-                         f"{r['location']}" + (", RUNNING" if r.get("running") else "")
-                         + (f"; stores at {where}" if where else ""))
-            continue
-        if r["kind"] == "connect":
-            held = ", ".join(f"{c} ({len(o)} partition(s))" for c, o in r["connectors"].items() if o)
-            lines.append(f"reader {r['reader']} (connect, worker {r['worker']}): "
-                         + (f"{r['offsets_topic']} holds offsets of {held}" if held else r["note"] or
-                            f"{r['offsets_topic']} holds no offsets of {', '.join(r['connectors'])} yet"))
-            continue
-        if r["kind"] == "flink":
-            where = ", ".join(f"{t} {parts}" for t, parts in r["positions"].items())
-            lines.append(f"reader {r['reader']} (flink, source uid {r['source_uid']}): "
-                         + (f"savepoint {r['savepoint']}, next records at {where}" if where else r["note"] or "")
-                         + "".join(f"\n  warning: {w}" for w in r["warnings"]))
-            continue
-        where = ", ".join(f"{t} {parts}" for t, parts in r["positions"].items())
-        lines.append(f"reader {r['reader']} ({r['kind']}): " + (
-            f"batch {r['last_committed_batch']} committed, next records at {where or 'no Kafka source'}"
-            if r["last_committed_batch"] is not None else "no position (see the findings)")
-            + (f"; batch {r['in_flight']} in flight (the query runs, or stopped in the middle of it)"
-               if r.get("in_flight") is not None else ""))
-    return lines
+    from cutover.readers import translate
 
-
-def _offsets(parts: dict[str, dict[str, Any]]) -> str:
-    return ", ".join(f"{p}: {v['offset']}" for p, v in parts.items())
+    return [translate.kind(r["kind"]).position_line(r) for r in readers]
 
 
 def render_findings(findings: list[dict[str, Any]]) -> list[str]:

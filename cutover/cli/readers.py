@@ -8,7 +8,7 @@ import click
 
 from cutover.cli.options import output_option, plan_option, timeout_option
 from cutover.errors import ExitCode, UsageError
-from cutover.output import Format, emit, table
+from cutover.output import Format, emit
 
 
 @click.group("readers")
@@ -20,83 +20,9 @@ def _render(r: dict[str, Any]) -> str:
     head = f"reader {r['reader']} ({r['kind']}, {r['direction']})"
     if r.get("already_moved"):
         return f"{head}: already moved to the target cluster by its last recorded move; nothing to do"
-    if r["kind"] == "kafka-streams":
-        return _render_streams(head, r)
-    if r["kind"] == "flink":
-        return _render_flink(head, r)
-    if r["kind"] == "connect":
-        lines = [f"{head}: {r['offsets_topic']}, the {r['source_worker']} worker's connectors stopped"]
-        lines += [f"  {c}: {len(o)} partition(s), the same on both clusters: {o}" for c, o in r["connectors"].items()]
-        lines.append("dry run: nothing recorded (--execute records them, for the check on the target's worker)"
-                     if r["mode"] == "dry-run" else f"recorded: once {r['target_worker']} runs, each connector's "
-                     "offsets there (KIP-875) must be these")
-        return "\n".join(lines)
-    lines = [f"{head}: checkpoint {r['location']}",
-             f"  last committed batch {r['last_committed_batch']}; cutover "
-             + ("adds" if r["mode"] == "execute" else "would add") + f" batch {r['next_batch']}"]
-    lines.append(table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
-                        for p in r["positions"]], ["topic", "partition", "source", "target"]))
-    lines += _render_canary(r)
-    if r["mode"] == "starting-offsets":
-        lines.append("startingOffsets for a query on a new checkpoint, one per Kafka source (by position):")
-        lines += [f"  source {i}: {text}" for i, text in sorted(r["starting_offsets"].items())]
-    elif r["mode"] == "dry-run":
-        lines.append("dry run: nothing written (--execute writes it)")
-    else:
-        lines.append(("finished an interrupted translation: " if r.get("resumed") else "wrote: ")
-                     + (", ".join(r["written"]) or "nothing new"))
-    return "\n".join(lines)
+    from cutover.readers import translate
 
-
-def _render_canary(r: dict[str, Any]) -> list[str]:
-    if "canary" not in r:
-        return []
-    from cutover.readers import canary
-
-    checked, differ = r["canary"], canary.differing(r["canary"])
-    if differ:
-        return [f"canary: the next records differ between the clusters on {len(differ)} of {len(checked)} "
-                "partition(s):", *(f"  {canary.describe(e)}" for e in differ)]
-    if not checked:
-        return ["canary: no partition has a position to check"]
-    return [f"canary: the next record of each of the {len(checked)} partition(s) is the same on both clusters"]
-
-
-def _render_streams(head: str, r: dict[str, Any]) -> str:
-    lines = [f"{head}: state {r['location']} ({r['state']})"]
-    if r["state"] == "wipe":
-        folders = r.get("folders") or {}
-        lines.append("  the stores restore from the target's changelogs; their folders are set aside:")
-        lines += [f"  {src} -> {dst}" for src, dst in folders.items()] or ["  (no task folders)"]
-    else:
-        lines.append(table([[p["file"].rsplit("/", 2)[-2] + "/" + p["file"].rsplit("/", 1)[-1], p["topic"],
-                             str(p["partition"]), str(p["offset"]), str(p["target"])] for p in r["positions"]],
-                           ["file", "topic", "partition", "source", "target"]))
-        lines.append("  (task checkpoints and store positions hold the last record applied; global checkpoints "
-                     "the next one to read)")
-        lines += _render_canary(r)
-    if r["mode"] == "dry-run":
-        lines.append("dry run: nothing written (--execute writes it)")
-    else:
-        lines.append(("finished an interrupted move: " if r.get("resumed") else "done: ")
-                     + (", ".join(r["written"] + r["set_aside"]) or "nothing to change"))
-    return "\n".join(lines)
-
-
-def _render_flink(head: str, r: dict[str, Any]) -> str:
-    lines = [f"{head}: savepoint {r['savepoint']}, source uid {r['source_uid']} -> {r['target_uid']}",
-             table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
-                    for p in r["positions"]], ["topic", "partition", "source", "target"]),
-             "  (each the next offset to read)"]
-    lines += _render_canary(r)
-    lines += [f"warning: {w}" for w in r["warnings"]]
-    lines += ["the restarted job's KafkaSource:", *(f"  {line}" for line in r["java"].splitlines())]
-    if r["mode"] == "dry-run":
-        lines.append(f"dry run: nothing written (--execute writes the start file {r['start_file']})")
-    else:
-        lines.append("wrote: " + ", ".join(r["written"]) + (f"; committed to group {r['committed_group']} on the "
-                                                            "target" if r.get("committed_group") else ""))
-    return "\n".join(lines)
+    return translate.kind(r["kind"]).moved_text(head, r)
 
 
 def _render_found(r: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from cutover import secrets
 from cutover.errors import PlanError, UsageError
-from cutover.plan.model import CATALOG_URIS, REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
+from cutover.plan.model import CATALOG_URIS, READER_FIELDS, REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
 from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 
@@ -152,21 +152,16 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
                             f"{where(('readers', names[r.name], 'name')).split(': ', 1)[1]} (fix: give each reader "
                             "its own name)")
         names.setdefault(r.name, i)
-        needs = {"spark-checkpoint": ("checkpoint",), "kafka-streams": ("application_id", "state_dir"),
-                 "flink": ("source_uid", "savepoints"), "connect": ("old_url", "new_url", "connectors")}[r.kind]
-        if r.kind == "flink" and r.start == "committed":
-            needs += ("group",)
+        needs, optional, when = READER_FIELDS[r.kind]
+        needs += tuple(key for (field, value), more in when.items() if getattr(r, field) == value for key in more)
         for key in needs:
             if getattr(r, key) is None:
                 problems.append(f"{where(('readers', i))}: a {r.kind} reader needs {key} (fix: add "
                                 f"{key}: ... to reader {r.name})")
-        flink = ("job", "source_uid", "new_source_uid", "savepoints", "start", "group", "reset", "start_file")
-        connect = ("old_url", "new_url", "connectors", "offsets_topic")
-        foreign = {"spark-checkpoint": ("application_id", "state_dir", *flink, *connect),
-                   "kafka-streams": ("checkpoint", "sink", *flink, *connect),
-                   "flink": ("checkpoint", "sink", "application_id", "state_dir", *connect),
-                   "connect": ("checkpoint", "sink", "application_id", "state_dir", *flink)}
-        for key in foreign[r.kind]:
+        own = {*READER_FIELDS[r.kind][0], *optional}
+        foreign = [key for kind, (n, o, _) in READER_FIELDS.items() if kind != r.kind for key in (*n, *o)
+                   if key not in own]
+        for key in dict.fromkeys(foreign):
             if getattr(r, key) is not None:
                 problems.append(f"{where(('readers', i, key))}: {key} does not apply to a {r.kind} reader "
                                 f"(fix: remove it from reader {r.name})")

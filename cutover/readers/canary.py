@@ -90,3 +90,16 @@ def describe(e: dict[str, Any], source: str = "the source", target: str = "the t
             f"a record (key {rec['key_bytes']} bytes, value {rec['value_bytes']} bytes, timestamp {rec['timestamp']})"
     return (f"{e['topic']}[{e['partition']}]: at {e['source_offset']} on {source} {say(e['source_record'])}, "
             f"at {e['target_offset']} on {target} {say(e['target_record'])}")
+
+
+def summary_lines(entry: dict[str, Any]) -> list[str]:
+    """A move's canary check in lines (`cutover readers move`): which partitions' next records differ."""
+    if "canary" not in entry:
+        return []
+    checked, differ = entry["canary"], differing(entry["canary"])
+    if differ:
+        return [f"canary: the next records differ between the clusters on {len(differ)} of {len(checked)} "
+                "partition(s):", *(f"  {describe(e)}" for e in differ)]
+    if not checked:
+        return ["canary: no partition has a position to check"]
+    return [f"canary: the next record of each of the {len(checked)} partition(s) is the same on both clusters"]

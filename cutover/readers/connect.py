@@ -189,3 +189,51 @@ def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float) -> dict[st
                           fix="check that the worker runs on the mirrored config, offsets and status topics "
                               "(the same names, the same group.id) and read its log; then run the step again")
         time.sleep(1)
+
+
+# What the switch, plan check, status and `cutover readers move` say of a reader of this kind (ReaderKind).
+
+def on_server(r: Reader) -> bool:
+    """Its offsets are in the clusters' offsets topics and its workers: plan check --offline reads none."""
+    return True
+
+
+def step_text(r: Reader, target: ClusterSide) -> str:
+    return "check its source connectors' offsets are the same in both clusters' offsets topics, and record them"
+
+
+def would_move(plan: Plan, r: Reader, target: ClusterSide, where: str, now: dict[str, Any] | None) -> str:
+    return (f"check that the {target} cluster's {offsets_topic(r)} holds the same latest offsets of "
+            f"{', '.join(r.connectors or [])} as the other's, and that they stopped")
+
+
+def started_check(r: Reader, side: ClusterSide) -> str | None:
+    return (f"check, through KIP-875, that {', '.join(r.connectors or [])} resume on the {side} worker at the moved "
+            "offsets")
+
+
+def hook_context(plan: Plan, r: Reader) -> dict[str, str | None]:
+    return {}
+
+
+def position_line(e: dict[str, Any]) -> str:
+    held = ", ".join(f"{c} ({len(o)} partition(s))" for c, o in e["connectors"].items() if o)
+    return (f"reader {e['reader']} (connect, worker {e['worker']}): "
+            + (f"{e['offsets_topic']} holds offsets of {held}" if held else e["note"] or
+               f"{e['offsets_topic']} holds no offsets of {', '.join(e['connectors'])} yet"))
+
+
+def status_text(e: dict[str, Any]) -> str:
+    move = e["last_move"]
+    held = ", ".join(f"{c} {o}" for c, o in e["connectors"].items()) or e["note"] or ""
+    return (f"worker {e['worker']}: {held}"
+            + ("" if move is None else f"; last moved {move['direction']} at {move['at']}"))
+
+
+def moved_text(head: str, m: dict[str, Any]) -> str:
+    lines = [f"{head}: {m['offsets_topic']}, the {m['source_worker']} worker's connectors stopped"]
+    lines += [f"  {c}: {len(o)} partition(s), the same on both clusters: {o}" for c, o in m["connectors"].items()]
+    lines.append("dry run: nothing recorded (--execute records them, for the check on the target's worker)"
+                 if m["mode"] == "dry-run" else f"recorded: once {m['target_worker']} runs, each connector's "
+                 "offsets there (KIP-875) must be these")
+    return "\n".join(lines)

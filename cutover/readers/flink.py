@@ -230,3 +230,67 @@ def java_snippet(handoff: dict[str, Any]) -> str:
 def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float) -> None:
     """Nothing to ask after its start hook: the files the move wrote are where it resumes."""
     return None
+
+
+# What the switch, plan check, status and `cutover readers move` say of a reader of this kind (ReaderKind).
+
+def on_server(r: Reader) -> bool:
+    """Its position is in a local savepoint folder: plan check --offline reads it."""
+    return False
+
+
+def step_text(r: Reader, target: ClusterSide) -> str:
+    return (f"read its positions from its savepoint and write them, translated exactly to the {target} cluster, "
+            "into the start file its restart reads")
+
+
+def would_move(plan: Plan, r: Reader, target: ClusterSide, where: str, now: dict[str, Any] | None) -> str:
+    return (f"read its KafkaSource's splits from the newest savepoint in {where} (the stop_reader hook takes it), "
+            f"translate them exactly to the {target} cluster, check the next record is the same on both, and write "
+            "the start file" + (f" and commit them to group {r.group}" if r.start == "committed" else ""))
+
+
+def started_check(r: Reader, side: ClusterSide) -> str | None:
+    return None
+
+
+def hook_context(plan: Plan, r: Reader) -> dict[str, str | None]:
+    """Its stop and start hooks' folders: where stop-with-savepoint writes (CUTOVER_SAVEPOINTS) and the start file a
+    move wrote (CUTOVER_START_FILE)."""
+    return {"savepoints": str(local(plan, r.savepoints)), "start_file": str(start_file(plan, r))}
+
+
+def position_line(e: dict[str, Any]) -> str:
+    where = ", ".join(f"{t} {parts}" for t, parts in e["positions"].items())
+    return (f"reader {e['reader']} (flink, source uid {e['source_uid']}): "
+            + (f"savepoint {e['savepoint']}, next records at {where}" if where else e["note"] or "")
+            + "".join(f"\n  warning: {w}" for w in e["warnings"]))
+
+
+def status_text(e: dict[str, Any]) -> str:
+    move = e["last_move"]
+    where = ", ".join(f"{t} {parts}" for t, parts in e["positions"].items()) or e["note"] or ""
+    return (f"source uid {e['source_uid']}, newest savepoint {e['savepoint']}: {where}"
+            + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (from "
+               f"{move['savepoint']}: " + ", ".join(
+                   f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}"
+                   for p in move["positions"]) + ")"))
+
+
+def moved_text(head: str, m: dict[str, Any]) -> str:
+    from cutover.output import table
+    from cutover.readers import canary
+
+    lines = [f"{head}: savepoint {m['savepoint']}, source uid {m['source_uid']} -> {m['target_uid']}",
+             table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
+                    for p in m["positions"]], ["topic", "partition", "source", "target"]),
+             "  (each the next offset to read)"]
+    lines += canary.summary_lines(m)
+    lines += [f"warning: {w}" for w in m["warnings"]]
+    lines += ["the restarted job's KafkaSource:", *(f"  {line}" for line in m["java"].splitlines())]
+    if m["mode"] == "dry-run":
+        lines.append(f"dry run: nothing written (--execute writes the start file {m['start_file']})")
+    else:
+        lines.append("wrote: " + ", ".join(m["written"]) + (f"; committed to group {m['committed_group']} on the "
+                                                            "target" if m.get("committed_group") else ""))
+    return "\n".join(lines)

@@ -139,3 +139,69 @@ def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
 def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float) -> None:
     """Nothing to ask after its start hook: the files the move wrote are where it resumes."""
     return None
+
+
+# What the switch, plan check, status and `cutover readers move` say of a reader of this kind (ReaderKind).
+
+def on_server(r: Reader) -> bool:
+    """Its position is read from a server (plan check --offline reads none): a checkpoint on object storage."""
+    return store.remote(r.checkpoint)
+
+
+def step_text(r: Reader, target: ClusterSide) -> str:
+    return f"write its positions, translated exactly to the {target} cluster, into its checkpoint as the next batch"
+
+
+def would_move(plan: Plan, r: Reader, target: ClusterSide, where: str, now: dict[str, Any] | None) -> str:
+    at = (f" (now: batch {now['last_committed_batch']} committed, next records at {now['positions']})"
+          if now is not None and now["last_committed_batch"] is not None else "")
+    return (f"read the last committed batch of {where}{at}, translate its Kafka positions exactly to the {target} "
+            "cluster, check the next record is the same on both, and add it as the next committed batch")
+
+
+def started_check(r: Reader, side: ClusterSide) -> str | None:
+    return None
+
+
+def hook_context(plan: Plan, r: Reader) -> dict[str, str | None]:
+    return {}
+
+
+def position_line(e: dict[str, Any]) -> str:
+    where = ", ".join(f"{t} {parts}" for t, parts in e["positions"].items())
+    return (f"reader {e['reader']} ({e['kind']}): " + (
+        f"batch {e['last_committed_batch']} committed, next records at {where or 'no Kafka source'}"
+        if e["last_committed_batch"] is not None else "no position (see the findings)")
+        + (f"; batch {e['in_flight']} in flight (the query runs, or stopped in the middle of it)"
+           if e.get("in_flight") is not None else ""))
+
+
+def status_text(e: dict[str, Any]) -> str:
+    move = e["last_move"]
+    where = ", ".join(f"{t} {parts}" for t, parts in e["positions"].items()) or "no position"
+    return (f"batch {e['last_committed_batch']}: {where}"
+            + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (batch "
+               f"{move['from_batch']} -> {move['batch']}: " + ", ".join(
+                   f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}"
+                   for p in move["positions"]) + ")"))
+
+
+def moved_text(head: str, m: dict[str, Any]) -> str:
+    from cutover.output import table
+    from cutover.readers import canary
+
+    lines = [f"{head}: checkpoint {m['location']}",
+             f"  last committed batch {m['last_committed_batch']}; cutover "
+             + ("adds" if m["mode"] == "execute" else "would add") + f" batch {m['next_batch']}"]
+    lines.append(table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
+                        for p in m["positions"]], ["topic", "partition", "source", "target"]))
+    lines += canary.summary_lines(m)
+    if m["mode"] == "starting-offsets":
+        lines.append("startingOffsets for a query on a new checkpoint, one per Kafka source (by position):")
+        lines += [f"  source {i}: {text}" for i, text in sorted(m["starting_offsets"].items())]
+    elif m["mode"] == "dry-run":
+        lines.append("dry run: nothing written (--execute writes it)")
+    else:
+        lines.append(("finished an interrupted translation: " if m.get("resumed") else "wrote: ")
+                     + (", ".join(m["written"]) or "nothing new"))
+    return "\n".join(lines)

@@ -187,3 +187,71 @@ def _carry_out(plan: Plan, r: Reader, sd: ss.StateDir, out: dict[str, Any], entr
 def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float) -> None:
     """Nothing to ask after its start hook: the files the move wrote are where it resumes."""
     return None
+
+
+# What the switch, plan check, status and `cutover readers move` say of a reader of this kind (ReaderKind).
+
+def on_server(r: Reader) -> bool:
+    """Its position is in a local state folder: plan check --offline reads it."""
+    return False
+
+
+def step_text(r: Reader, target: ClusterSide) -> str:
+    return (f"write its stores' positions, translated exactly to the {target} cluster, into their checkpoint files "
+            "(or set its state aside)")
+
+
+def would_move(plan: Plan, r: Reader, target: ClusterSide, where: str, now: dict[str, Any] | None) -> str:
+    what = ("translate each store's checkpoint and position exactly" if r.state == "rewrite" else
+            "set its task folders aside, so its stores restore from the changelogs")
+    return f"in its state folder {where}, {what} to the {target} cluster (its group moves with the group sync)"
+
+
+def started_check(r: Reader, side: ClusterSide) -> str | None:
+    return None
+
+
+def hook_context(plan: Plan, r: Reader) -> dict[str, str | None]:
+    return {}
+
+
+def position_line(e: dict[str, Any]) -> str:
+    where = ", ".join(f"{t} {{{_held(parts)}}}" for t, parts in e["positions"].items())
+    return (f"reader {e['reader']} (kafka-streams, state: {e['state']}): {e['tasks']} task(s) in {e['location']}"
+            + (", RUNNING" if e.get("running") else "") + (f"; stores at {where}" if where else ""))
+
+
+def _held(parts: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(f"{p}: {v['offset']}" for p, v in parts.items())
+
+
+def status_text(e: dict[str, Any]) -> str:
+    move = e["last_move"]
+    return (f"{e['tasks']} task(s) in {e['location']}"
+            + ("" if move is None else f"; last moved {move['direction']} at {move['at']}: " + (", ".join(
+                f"{p['topic']}[{p['partition']}] {p['offset']} -> {p['target']}"
+                for p in move["positions"]) or "state set aside")))
+
+
+def moved_text(head: str, m: dict[str, Any]) -> str:
+    from cutover.output import table
+    from cutover.readers import canary
+
+    lines = [f"{head}: state {m['location']} ({m['state']})"]
+    if m["state"] == "wipe":
+        folders = m.get("folders") or {}
+        lines.append("  the stores restore from the target's changelogs; their folders are set aside:")
+        lines += [f"  {src} -> {dst}" for src, dst in folders.items()] or ["  (no task folders)"]
+    else:
+        lines.append(table([[p["file"].rsplit("/", 2)[-2] + "/" + p["file"].rsplit("/", 1)[-1], p["topic"],
+                             str(p["partition"]), str(p["offset"]), str(p["target"])] for p in m["positions"]],
+                           ["file", "topic", "partition", "source", "target"]))
+        lines.append("  (task checkpoints and store positions hold the last record applied; global checkpoints "
+                     "the next one to read)")
+        lines += canary.summary_lines(m)
+    if m["mode"] == "dry-run":
+        lines.append("dry run: nothing written (--execute writes it)")
+    else:
+        lines.append(("finished an interrupted move: " if m.get("resumed") else "done: ")
+                     + (", ".join(m["written"] + m["set_aside"]) or "nothing to change"))
+    return "\n".join(lines)

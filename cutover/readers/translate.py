@@ -15,15 +15,20 @@ from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
-from cutover.readers import connect, flink, journal, spark, store, streams
+from cutover.readers import connect, flink, journal, spark, streams
 from cutover.readers.kind import ReaderKind
 from cutover.readers.spark import Mode, Problem
 
-__all__ = ["Mode", "move", "positions", "reader", "status"]
+__all__ = ["Mode", "kind", "move", "positions", "reader", "status"]
 
 #: Each kind's module, a ReaderKind (readers/kind.py).
 _KINDS: dict[str, ReaderKind] = {"spark-checkpoint": spark, "kafka-streams": streams, "flink": flink,
                                  "connect": connect}
+
+
+def kind(name: str) -> ReaderKind:
+    """A reader kind's module (the plan's `kind:`)."""
+    return _KINDS[name]
 
 
 def reader(plan: Plan, name: str) -> Reader:
@@ -44,7 +49,7 @@ def positions(plan: Plan, reach: bool = True) -> tuple[list[dict[str, Any]], lis
     out: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for r in plan.spec.readers:
-        if not reach and (r.kind == "connect" or (r.kind == "spark-checkpoint" and store.remote(r.checkpoint))):
+        if not reach and _KINDS[r.kind].on_server(r):
             out.append({"reader": r.name, "kind": r.kind, "location": r.checkpoint or r.old_url,
                         "not_read": "on a server: --offline connects to nothing"})
             continue

@@ -399,48 +399,28 @@ class DryRun:
                            "the old writer")
 
     def reader_started(self, reader: Reader, side: ClusterSide) -> Detail | None:
-        if reader.kind != "connect":
-            return None
-        return self._would(f"reader {reader.name}: check, through KIP-875, that each of "
-                           f"{', '.join(reader.connectors or [])} has the moved offsets on the {side} worker")
+        from cutover.readers import translate
+
+        check = translate.kind(reader.kind).started_check(reader, side)
+        return None if check is None else self._would(f"reader {reader.name}: {check}")
 
     def move_reader(self, reader: Reader, direction: st.Direction) -> Detail:
         from cutover.readers import translate
 
-        target = "new" if direction == "forward" else "old"
+        target: ClusterSide = "new" if direction == "forward" else "old"
         now = next((r for r in translate.positions(self.plan)[0] if r["reader"] == reader.name), None)
         where = now["location"] if now else ""
-        if reader.kind == "kafka-streams":
-            what = ("translate each store's checkpoint and position exactly" if reader.state == "rewrite" else
-                    "set its task folders aside, so its stores restore from the changelogs")
-            return self._would(f"reader {reader.name}: in its state folder {where}, {what} to the {target} cluster "
-                               "(its group moves with the group sync)")
-        if reader.kind == "connect":
-            topic = reader.offsets_topic or "connect-offsets"
-            return self._would(f"reader {reader.name}: check that the {target} cluster's {topic} holds the same "
-                               f"latest offsets of {', '.join(reader.connectors or [])} as the other's, and that "
-                               "they stopped")
-        if reader.kind == "flink":
-            return self._would(f"reader {reader.name}: read its KafkaSource's splits from the newest savepoint in "
-                               f"{where} (the stop_reader hook takes it), translate them exactly to the {target} "
-                               "cluster, check the next record is the same on both, and write the start file"
-                               + (f" and commit them to group {reader.group}" if reader.start == "committed" else ""))
-        at = (f" (now: batch {now['last_committed_batch']} committed, next records at {now['positions']})"
-              if now is not None and now["last_committed_batch"] is not None else "")
-        return self._would(f"reader {reader.name}: read the last committed batch of {where}"
-                           f"{at}, translate its Kafka positions exactly to the {target} cluster, check the next "
-                           "record is the same on both, and add it as the next committed batch")
+        return self._would(f"reader {reader.name}: "
+                           + translate.kind(reader.kind).would_move(self.plan, reader, target, where, now))
 
 
 def _reader_context(plan: Plan, name: str) -> dict[str, str | None]:
-    """What a reader's stop and start hooks need beyond its name: a flink reader's savepoint folder (where
-    stop-with-savepoint writes: CUTOVER_SAVEPOINTS) and the start file a move wrote (CUTOVER_START_FILE)."""
-    from cutover.readers import flink, store
+    """What a reader's stop and start hooks need beyond its name (its kind says: a flink reader's savepoint
+    folder and start file)."""
+    from cutover.readers import translate
 
     r = next(r for r in plan.spec.readers if r.name == name)
-    if r.kind != "flink":
-        return {}
-    return {"savepoints": str(store.local(plan, r.savepoints)), "start_file": str(flink.start_file(plan, r))}
+    return translate.kind(r.kind).hook_context(plan, r)
 
 
 def _write_canonical(plan: Plan, pair: TablePair, timeout: float) -> int:

@@ -209,34 +209,15 @@ def render(s: dict[str, Any]) -> str:
     if isinstance(readers, dict):
         lines.append(f"readers: {readers['error']}")
         readers = []
-    for rd in readers:
-        move = rd["last_move"]
-        if rd["kind"] == "kafka-streams":
-            lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, {rd['tasks']} task(s) in {rd['location']}"
-                         + ("" if move is None else f"; last moved {move['direction']} at {move['at']}: " + (", ".join(
-                             f"{p['topic']}[{p['partition']}] {p['offset']} -> {p['target']}"
-                             for p in move["positions"]) or "state set aside")))
-            continue
-        if rd["kind"] == "connect":
-            held = ", ".join(f"{c} {o}" for c, o in rd["connectors"].items()) or rd["note"] or ""
-            lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, worker {rd['worker']}: {held}"
-                         + ("" if move is None else f"; last moved {move['direction']} at {move['at']}"))
-            continue
-        if rd["kind"] == "flink":
-            where = ", ".join(f"{t} {parts}" for t, parts in rd["positions"].items()) or rd["note"] or ""
-            lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, source uid {rd['source_uid']}, newest "
-                         f"savepoint {rd['savepoint']}: {where}"
-                         + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (from "
-                            f"{move['savepoint']}: " + ", ".join(
-                                f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}"
-                                for p in move["positions"]) + ")"))
-            continue
-        where = ", ".join(f"{t} {parts}" for t, parts in rd["positions"].items()) or "no position"
-        lines.append(f"reader {rd['reader']}: on the {rd['on']} cluster, batch {rd['last_committed_batch']}: {where}"
-                     + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (batch "
-                        f"{move['from_batch']} -> {move['batch']}: " + ", ".join(
-                            f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}"
-                            for p in move["positions"]) + ")"))
+    lines += reader_lines(readers)
     if s["problems"]:
         lines.append(f"NOT OK: {len(s['problems'])} part(s) in error (above); exit code 1")
     return "\n".join(lines)
+
+
+def reader_lines(readers: list[dict[str, Any]]) -> list[str]:
+    """Each reader's line in `cutover status` (its kind says its position and last move)."""
+    from cutover.readers import translate
+
+    return [f"reader {rd['reader']}: on the {rd['on']} cluster, " + translate.kind(rd["kind"]).status_text(rd)
+            for rd in readers]

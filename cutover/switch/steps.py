@@ -16,6 +16,7 @@ from cutover.common import exact
 from cutover.mirror.state import Direction
 from cutover.plan import ClusterSide, Plan, TablePair
 from cutover.plan.model import Reader
+from cutover.readers import translate
 from cutover.switch import handover
 from cutover.switch.effects import Detail, Effects
 from cutover.switch.journal import History
@@ -80,19 +81,13 @@ def _platform(pair: TablePair, side: ClusterSide) -> Callable[[Effects], Detail]
 
 
 def _move_reader(r: Reader, direction: Direction) -> Step:
-    side, target = ("old", "new") if direction == "forward" else ("new", "old")
+    side: ClusterSide = "old" if direction == "forward" else "new"
+    target: ClusterSide = "new" if direction == "forward" else "old"
 
     def act(fx: Effects) -> Detail:
         stopped = fx.hook("stop_reader", reader=r.name, cluster=side)
         return _all(fx.move_reader(r, direction), {"hook": stopped})
-    what = {"spark-checkpoint": f"write its positions, translated exactly to the {target} cluster, into its "
-                                "checkpoint as the next batch",
-            "kafka-streams": f"write its stores' positions, translated exactly to the {target} cluster, into their "
-                             "checkpoint files (or set its state aside)",
-            "flink": f"read its positions from its savepoint and write them, translated exactly to the {target} "
-                     "cluster, into the start file its restart reads",
-            "connect": "check its source connectors' offsets are the same in both clusters' offsets topics, and "
-                       "record them"}[r.kind]
+    what = translate.kind(r.kind).step_text(r, target)
     return Step(f"move-reader:{r.name}", f"stop reader {r.name} (hook stop_reader); {what}", act)
 
 
@@ -100,8 +95,8 @@ def _start_reader(r: Reader, side: ClusterSide) -> Step:
     def act(fx: Effects) -> Detail:
         started = fx.hook("start_reader", reader=r.name, active=side)
         return _all({"hook": started}, {"resumed": fx.reader_started(r, side)})
-    check = (f"; check, through KIP-875, that {', '.join(r.connectors or [])} resume on the {side} worker at "
-             "the moved offsets") if r.kind == "connect" else ""
+    said = translate.kind(r.kind).started_check(r, side)
+    check = f"; {said}" if said else ""
     return Step(f"start-reader:{r.name}", f"start reader {r.name} on the {side} cluster (hook start_reader){check}",
                 act)
 
