@@ -32,7 +32,7 @@ from cutover.mirror import state as st
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal
-from cutover.readers.mapping import Mapped
+from cutover.readers.mapping import Mapped, moved_pairs, positions_table
 from cutover.readers.spark import Mode, Problem
 from cutover.readers.store import local
 
@@ -272,18 +272,14 @@ def status_text(e: dict[str, Any]) -> str:
     where = ", ".join(f"{t} {parts}" for t, parts in e["positions"].items()) or e["note"] or ""
     return (f"source uid {e['source_uid']}, newest savepoint {e['savepoint']}: {where}"
             + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (from "
-               f"{move['savepoint']}: " + ", ".join(
-                   f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}"
-                   for p in move["positions"]) + ")"))
+               f"{move['savepoint']}: {moved_pairs(move['positions'])})"))
 
 
 def moved_text(head: str, m: dict[str, Any]) -> str:
-    from cutover.output import table
     from cutover.readers import canary
 
     lines = [f"{head}: savepoint {m['savepoint']}, source uid {m['source_uid']} -> {m['target_uid']}",
-             table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
-                    for p in m["positions"]], ["topic", "partition", "source", "target"]),
+             positions_table(m["positions"]),
              "  (each the next offset to read)"]
     lines += canary.summary_lines(m)
     lines += [f"warning: {w}" for w in m["warnings"]]

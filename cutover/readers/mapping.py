@@ -82,3 +82,17 @@ class Mapped:
                           fix="the clusters and the mirror's map disagree (a topic recreated, or written outside the "
                               "mirror on the target?): check `cutover mirror status`; nothing was written",
                                 result=result)
+
+
+def moved_pairs(positions: list[dict[str, Any]]) -> str:
+    """A move's positions in one line: topic[partition] source -> target, each."""
+    return ", ".join(f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}" for p in positions)
+
+
+def positions_table(positions: list[dict[str, Any]]) -> str:
+    """A move's positions as a table: topic, partition, the source's offset and the target's."""
+    from cutover.output import table
+
+    return table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
+                  for p in positions], ["topic", "partition", "source", "target"])
+

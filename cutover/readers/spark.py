@@ -23,7 +23,7 @@ from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal, store
 from cutover.readers import spark_checkpoint as sc
-from cutover.readers.mapping import Mapped, unselected_text
+from cutover.readers.mapping import Mapped, moved_pairs, positions_table, unselected_text
 
 Mode = Literal["dry-run", "execute", "starting-offsets"]
 Problem = tuple[str, str, str]
@@ -181,20 +181,16 @@ def status_text(e: dict[str, Any]) -> str:
     where = ", ".join(f"{t} {parts}" for t, parts in e["positions"].items()) or "no position"
     return (f"batch {e['last_committed_batch']}: {where}"
             + ("" if move is None else f"; last moved {move['direction']} at {move['at']} (batch "
-               f"{move['from_batch']} -> {move['batch']}: " + ", ".join(
-                   f"{p['topic']}[{p['partition']}] {p['source_offset']} -> {p['target_offset']}"
-                   for p in move["positions"]) + ")"))
+               f"{move['from_batch']} -> {move['batch']}: {moved_pairs(move['positions'])})"))
 
 
 def moved_text(head: str, m: dict[str, Any]) -> str:
-    from cutover.output import table
     from cutover.readers import canary
 
     lines = [f"{head}: checkpoint {m['location']}",
              f"  last committed batch {m['last_committed_batch']}; cutover "
              + ("adds" if m["mode"] == "execute" else "would add") + f" batch {m['next_batch']}"]
-    lines.append(table([[p["topic"], str(p["partition"]), str(p["source_offset"]), str(p["target_offset"])]
-                        for p in m["positions"]], ["topic", "partition", "source", "target"]))
+    lines.append(positions_table(m["positions"]))
     lines += canary.summary_lines(m)
     if m["mode"] == "starting-offsets":
         lines.append("startingOffsets for a query on a new checkpoint, one per Kafka source (by position):")
