@@ -8,7 +8,7 @@ import pytest
 
 from cutover.errors import Refused
 from cutover.switch import waits
-from tests.unit.switch_support import unit_plan
+from tests.unit.switch.switch_support import unit_plan
 
 
 class FakeClock(waits.Clock):

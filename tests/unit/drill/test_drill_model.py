@@ -14,7 +14,7 @@ from cutover.drill.ops import OPS
 from cutover.drill.ops.traffic import TrafficArgs, WaitArgs
 from cutover.plan import load_plan
 
-RUNBOOKS = sorted((Path(__file__).parents[2] / "runbooks").glob("*.yaml"))
+RUNBOOKS = sorted((Path(__file__).parents[3] / "runbooks").glob("*.yaml"))
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -27,7 +27,7 @@ from tests.conftest import cutover, wait_for
 from tests.integration.kafka_util import create_topic, produce
 from tests.integration.mirror_util import commit
 from tests.integration.test_drill import drill_plan
-from tests.unit.test_observe_files import exprs
+from tests.unit.test_monitoring_files import exprs
 
 pytestmark = [pytest.mark.observe, pytest.mark.usefixtures("spark")]
 

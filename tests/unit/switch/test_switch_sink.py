@@ -12,7 +12,7 @@ from cutover.errors import Refused
 from cutover.lake.stamps import Snapshot
 from cutover.switch.sink import control_stamp, event, stored_positions, summary_key
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 GROUP = "connect-t_test_the_iceberg_sink_writes_t_0538ff-sink"
 KEY = summary_key("control-iceberg", "connect-orders")
 

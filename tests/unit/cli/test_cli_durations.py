@@ -10,7 +10,7 @@ import click
 import pytest
 
 from cutover.cli.options import Seconds
-from tests.unit.test_cli import _every_command
+from tests.unit.cli.test_cli import _every_command
 
 #: Words in an option's name that say it is a length of time.
 _TIME_NAMES = ("timeout", "interval", "wait", "period", "delay", "grace", "deadline", "every", "window", "sample",

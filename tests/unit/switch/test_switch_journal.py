@@ -13,7 +13,7 @@ import pytest
 from cutover.errors import Refused
 from cutover.switch import journal, steps
 from cutover.switch.journal import Journal
-from tests.unit.switch_support import journal_run
+from tests.unit.switch.switch_support import journal_run
 
 
 def test_journal_folds_crashed_runs_into_one_attempt(tmp_path: Path) -> None:

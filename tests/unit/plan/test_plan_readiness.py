@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cutover.plan import readiness
-from tests.unit.switch_support import unit_plan
+from tests.unit.switch.switch_support import unit_plan
 
 OLD_TOPICS = ["orders", "orders.eu", "payments"]
 OLD_GROUPS = ["billing", "audit"]

@@ -10,7 +10,7 @@ import pytest
 from cutover.errors import CutoverError
 from cutover.switch import hooks, routing
 from cutover.switch.journal import Journal
-from tests.unit.switch_support import unit_plan
+from tests.unit.switch.switch_support import unit_plan
 
 
 def test_hooks_get_their_context_and_a_failure_names_the_hook(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from cutover.cli import main
 from cutover.errors import ExitCode
-from tests.unit.test_cli_bad_input import PLAN, check_case
+from tests.unit.cli.test_cli_bad_input import PLAN, check_case
 
 TABLES = PLAN + "tables:\n  - {topic: orders, old: legacy.orders, new: cutover.orders}\n"
 RUNBOOK_BINARY = b"\x00\x01name: r\n"

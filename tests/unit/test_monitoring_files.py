@@ -1,6 +1,6 @@
 """The shipped Grafana dashboard and Prometheus files, checked against the metrics cutover serves: a panel
 or a rule that names a metric no part serves would show nothing (or never fire). promtool and a real
-Prometheus check them further in tests/integration/test_observe.py."""
+Prometheus check them further in tests/integration/test_monitoring.py."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from cutover.switch import journal, steps
 from cutover.switch.effects import DryRun
 from cutover.switch.journal import Journal
-from tests.unit.switch_support import journal_run, unit_plan
+from tests.unit.switch.switch_support import journal_run, unit_plan
 
 
 def test_promote_steps_and_the_rollback_chosen_by_the_point_of_no_return(tmp_path: Path) -> None:

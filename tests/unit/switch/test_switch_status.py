@@ -9,7 +9,7 @@ import pytest
 
 from cutover.switch import journal, status
 from cutover.switch.journal import Journal
-from tests.unit.switch_support import journal_run
+from tests.unit.switch.switch_support import journal_run
 
 PHASES = ("ready", "promoting", "promoted", "rolling-back", "rolled-back")
 

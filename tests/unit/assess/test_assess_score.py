@@ -167,7 +167,7 @@ def test_a_metrics_port_of_the_plan_that_prometheus_does_not_scrape_is_a_risk(tm
 
 def test_a_target_without_what_the_mirror_needs_is_a_blocker_and_other_gaps_are_risks(tmp_path: Path) -> None:
     from cutover.kafka import capabilities
-    from tests.unit.test_capabilities import KAFKA, TANSU
+    from tests.unit.kafka.test_capabilities import KAFKA, TANSU
 
     plan = _plan(tmp_path, "")
     tansu = capabilities.merge(capabilities.from_apis("new", TANSU), {

@@ -10,7 +10,7 @@ import pytest
 from cutover.errors import ExitCode, PlanError
 from cutover.plan import Plan, load_plan
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 MINIMAL = """\
 clusters:
@@ -383,7 +383,7 @@ def test_what_a_plan_leaves_unsaid_is_refused_by_name_where_it_is_needed_not_ass
     from cutover.errors import Refused, UsageError
     from cutover.lake import tables
     from cutover.switch import handover
-    from tests.unit.switch_support import unit_plan
+    from tests.unit.switch.switch_support import unit_plan
 
     topics_only = load_plan(write(tmp_path, MINIMAL), environ={})  # no tables, so no catalog: a drill's table check
     for reach in (lambda: tables.qualified(topics_only, "a.b"), lambda: tables.load_table(topics_only, "a.b")):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cutover.switch import checks, endings, journal, steps
 from cutover.switch.journal import Journal
-from tests.unit.switch_support import journal_run, unit_plan
+from tests.unit.switch.switch_support import journal_run, unit_plan
 
 
 def _phase_and_refusals(folder: Path) -> tuple[str, dict[str, str | None]]:
