@@ -30,7 +30,7 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
 
         markdown = markdown.replace("<!-- generated: metrics -->", metrics.reference())
     if "<!-- generated: exporter-metrics -->" in markdown:
-        from cutover import exporter
+        from cutover.observe import exporter
 
         markdown = markdown.replace("<!-- generated: exporter-metrics -->", exporter.reference())
     if "<!-- generated: shadow-metrics -->" in markdown:

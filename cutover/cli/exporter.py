@@ -22,7 +22,7 @@ def exporter_cmd(plan_file: str, port: int | None, metrics_host: str | None, int
     The switch's phase, steps and freeze window; each table's last verify; the catalog, the object store and
     the registries, probed; each mirror direction's lag, gaps and group syncs; the reverse mirror. Read-only.
     """
-    from cutover import exporter
+    from cutover.observe import exporter
     from cutover.plan import load_plan
 
     plan = load_plan(plan_file)

@@ -88,8 +88,8 @@ def init_cmd(plan_file: str, name: str, topics: tuple[str, ...], groups: tuple[s
     because a password variable is not set); 2 for bad answers (nothing is written), or
     for a written plan that cannot be checked yet (the message says why).
     """
-    from cutover import probe
     from cutover.errors import PlanError
+    from cutover.observe import probe
     from cutover.plan import load_plan
     from cutover.plan.init import S3, Answers, Cluster, Table
 

@@ -26,7 +26,7 @@ def check_cmd(plan_file: str, fmt: Format, timeout: float, offline: bool) -> int
     1 when a cluster, the catalog or the storage could not be used; 2 when the plan is
     invalid; 3 when everything answered but there are findings (not ready).
     """
-    from cutover import probe
+    from cutover.observe import probe
     from cutover.plan import load_plan
 
     plan = load_plan(plan_file)

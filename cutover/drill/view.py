@@ -1,6 +1,6 @@
 """A drill's one timeline: the series of the Grafana dashboard (deploy/grafana), sampled in the drill's
 process every few seconds for its report. The switch's, the mirrors', the lake's and the registries'
-come from the exporter's snapshot (cutover/exporter.py), the shadow's from the metrics its shadow runs
+come from the exporter's snapshot (cutover/observe/exporter.py), the shadow's from the metrics its shadow runs
 count into (shadow/metrics.py), so the report and the dashboard tell the same story from the same code.
 Each table's freshness is read from its last commit, whoever wrote it (the old pipeline's table too)."""
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from prometheus_client import Metric
 
     from cutover.drill.context import Drill
-    from cutover.exporter import Exporter
+    from cutover.observe.exporter import Exporter
 
 log = logging.getLogger("cutover.drill")
 
@@ -67,7 +67,7 @@ class Sampler:
                 log.warning("drill sampler: %s", exc)
 
     def sample(self) -> dict[str, Any]:
-        from cutover.exporter import Exporter
+        from cutover.observe.exporter import Exporter
 
         d = self.drill
         timeout = min(5.0, d.timeout)

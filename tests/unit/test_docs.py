@@ -78,7 +78,7 @@ def test_the_metrics_reference_names_every_metric(site: Path) -> None:
     assert len(names) >= 7 and [n for n in names if n not in text] == []
     shadow = [f.name for f in ShadowMetrics(None).registry.collect()]
     assert len(shadow) >= 9 and [n for n in shadow if n not in text] == []
-    from cutover.exporter import METRICS
+    from cutover.observe.exporter import METRICS
 
     assert [n for n in METRICS if n not in text] == []
 

@@ -23,8 +23,8 @@ WITHOUT_FIX = {
     ("drill/", "ExpectationFailed"): "a drill step's failure: recorded in the drill report beside the step; the "
                                      "drill's own exit (DrillFailed) names the report",
     ("drill/", "CutoverError"): "as above: a drill step, fault or sink check that failed, in the report",
-    ("exporter.py", "CutoverError"): "a probe's failure inside a snapshot: served as the part's up=0 and logged, "
-                                     "never the command's error",
+    ("observe/exporter.py", "CutoverError"): "a probe's failure inside a snapshot: served as the part's up=0 and "
+                                             "logged, never the command's error",
     ("local/broker.py", "PortInUse"): "caught by the sandbox, which starts the server again on another port",
 }
 

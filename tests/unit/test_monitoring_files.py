@@ -21,7 +21,7 @@ _NAME = re.compile(r"\b(cutover_[a-z_]+|up|ALERTS)\b")
 
 def served() -> set[str]:
     """Every sample name the mirror and the shadow serve (a counter's _total, a histogram's _bucket ...)."""
-    from cutover.exporter import METRICS
+    from cutover.observe.exporter import METRICS
 
     names = set(METRICS)
     for part in (Metrics(None), ShadowMetrics(None)):
@@ -93,8 +93,8 @@ def test_the_scrape_config_scrapes_every_port_of_the_sample_plan() -> None:
 
 
 def test_the_readme_names_every_metric_every_part_serves_and_every_alert() -> None:
-    from cutover import exporter
     from cutover.mirror import metrics
+    from cutover.observe import exporter
     from cutover.shadow.metrics import ShadowMetrics
 
     readme = (DEPLOY.parent / "README.md").read_text()

@@ -23,7 +23,7 @@ FLOORS: list[set[str]] = [
     {"registry", "rights"},
     {"mirror"},
     {"shadow", "readers", "verify"},
-    {"switch", "assess", "local", "cutover.probe", "cutover.exporter"},
+    {"switch", "assess", "local", "observe"},
     {"drill"},
     {"cli", "cutover.__main__"},
 ]

@@ -13,9 +13,9 @@ import pytest
 from cutover.cli.readers import _render as moved_render
 from cutover.errors import UsageError
 from cutover.mirror import state as st
+from cutover.observe.probe import render_readers
 from cutover.plan import ClusterSide, Plan, load_plan, model
 from cutover.plan.model import Reader
-from cutover.probe import render_readers
 from cutover.readers import translate
 from cutover.readers.kind import ReaderKind
 from cutover.readers.spark import Mode, Problem
