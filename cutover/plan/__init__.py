@@ -11,7 +11,8 @@ from typing import Any
 
 from cutover import secrets
 from cutover.errors import PlanError, UsageError
-from cutover.plan.model import CATALOG_URIS, READER_FIELDS, REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
+from cutover.plan.model import CATALOG_URIS, REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
+from cutover.plan.reader_kinds import READER_FIELDS
 from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 

@@ -14,6 +14,7 @@ from typing import Literal
 
 from cutover.errors import UsageError
 from cutover.plan.endpoint import LOOPBACK, Endpoint, host_problem
+from cutover.plan.reader_kinds import reader_kind_problem
 from cutover.plan.schema import Duration
 
 
@@ -566,26 +567,6 @@ def _reader_name(name: str) -> str | None:
             f"digit (fix: e.g. {fixed})")
 
 
-#: Each reader kind's own fields (plan validation): those it needs, those it may have, and those it needs when
-#: another of its fields has a value. A field of another kind is refused. A new kind adds its entry here, its
-#: name to Reader.kind and its fields to Reader, and its module to readers/translate.py's table.
-READER_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], dict[tuple[str, str], tuple[str, ...]]]] = {
-    "spark-checkpoint": (("checkpoint",), ("sink",), {}),
-    "kafka-streams": (("application_id", "state_dir"), (), {}),
-    "flink": (("source_uid", "savepoints"), ("job", "new_source_uid", "start", "group", "reset", "start_file"),
-              {("start", "committed"): ("group",)}),
-    "connect": (("old_url", "new_url", "connectors"), ("offsets_topic",), {}),
-}
-
-
-def _reader_kind(kind: str) -> str | None:
-    if kind in READER_FIELDS:
-        return None
-    close = difflib.get_close_matches(kind, list(READER_FIELDS), n=1)
-    return (f"expected one of {', '.join(repr(k) for k in READER_FIELDS)}, found {kind!r} (fix: "
-            + (f"did you mean {close[0]!r}?" if close else "write one of them") + ")")
-
-
 @dataclass(frozen=True)
 class Reader:
     """A reader that keeps its Kafka positions outside consumer groups (`cutover readers`)."""
@@ -597,8 +578,8 @@ class Reader:
     #: (its input positions are its group's, application.id, which the mirror's group sync moves).
     #: flink: a Flink job's KafkaSource, its positions in the job's savepoints.
     #: connect: a Kafka Connect worker's source connectors, their positions in the worker's offsets topic.
-    #: (Each kind's fields: READER_FIELDS.)
-    kind: str = field(metadata={"check": _reader_kind})
+    #: (Each kind's fields: plan/reader_kinds.py.)
+    kind: str = field(metadata={"check": reader_kind_problem})
     #: spark-checkpoint: the query's checkpointLocation, a local folder (relative to the plan) or s3a://BUCKET/PATH
     #: (also s3://) on the catalog's S3 storage; it holds offsets/ and commits/.
     checkpoint: str | None = None

@@ -1,4 +1,4 @@
-"""A reader kind is its module and its entries. A dummy kind, added to the two tables alone (plan/model.py's
+"""A reader kind is its module and its entries. A dummy kind, added to the two tables alone (plan/reader_kinds.py's
 READER_FIELDS and readers/translate.py's _KINDS), is checked by the plan, planned by the switch, said by its dry
 run, plan check, status and `cutover readers move`: nothing else names a kind. Then the behaviour every kind in
 the table shares, run for each (as pyiceberg's catalog tests run for each catalog)."""
@@ -14,7 +14,7 @@ from cutover.cli.readers import _render as moved_render
 from cutover.errors import UsageError
 from cutover.mirror import state as st
 from cutover.observe.probe import render_readers
-from cutover.plan import ClusterSide, Plan, load_plan, model
+from cutover.plan import ClusterSide, Plan, load_plan, reader_kinds
 from cutover.plan.model import Reader
 from cutover.readers import translate
 from cutover.readers.kind import ReaderKind
@@ -70,7 +70,7 @@ class Dummy:
 @pytest.fixture
 def dummy(monkeypatch: pytest.MonkeyPatch) -> None:
     kind: ReaderKind = Dummy()
-    monkeypatch.setitem(model.READER_FIELDS, "dummy", ((), ("checkpoint",), {}))
+    monkeypatch.setitem(reader_kinds.READER_FIELDS, "dummy", ((), ("checkpoint",), {}))
     monkeypatch.setitem(translate._KINDS, "dummy", kind)
 
 
@@ -122,7 +122,7 @@ SAMPLES = {
 
 
 def test_every_kind_has_its_plan_entry_and_its_module() -> None:
-    assert sorted(model.READER_FIELDS) == sorted(translate._KINDS) == sorted(SAMPLES)
+    assert sorted(reader_kinds.READER_FIELDS) == sorted(translate._KINDS) == sorted(SAMPLES)
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
