@@ -8,13 +8,16 @@ simply redone.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,6 +188,65 @@ def java() -> str:
         raise DependencyMissing(f"{exe} is Java {major or 'of unknown version'}; cutover needs 17 or newer",
                                 fix="install a JDK 17+ and put it first on PATH or in JAVA_HOME")
     return exe
+
+
+#: JVM options by which the user chose the class sharing themselves: cutover adds no archive then.
+OWN_SHARING = ("-XX:SharedArchiveFile", "-Xshare:", "-XX:ArchiveClassesAtExit")
+#: A class-data archive's own diagnostics stay out of the process's output.
+SHARING_QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+
+
+def java_path() -> Path:
+    """The java executable as java() finds it, without running it (no Java: a path that names none)."""
+    home = os.environ.get("JAVA_HOME")
+    exe = Path(home) / "bin" / "java" if home and (Path(home) / "bin" / "java").exists() else shutil.which("java")
+    return Path(exe).resolve() if exe else Path("/no-java")
+
+
+def archive_path(kind: str, jars: Sequence[Path], **also: str) -> Path:
+    """Where the class-data archive (AppCDS, a dynamic archive) of a JVM running these jars is kept:
+    `<cutover home>/<kind>-cds/<key>.jsa`. An archive is valid only for the Java build and the jars it was
+    made with (the JVM ignores it, silently, when one changed), so the key is made of the java executable
+    and every jar by path, size and time, and of `also`."""
+    java_exe = java_path()
+
+    def stamp(jar: Path) -> tuple[str, int, int]:
+        try:
+            st = jar.stat()
+        except OSError:
+            return (str(jar), -1, -1)
+        return (str(jar), st.st_size, st.st_mtime_ns)
+
+    what = {"java": str(java_exe), "java_mtime": java_exe.stat().st_mtime_ns if java_exe.is_file() else None,
+            "jars": [stamp(j) for j in jars], **also}
+    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+    return cutover_home() / f"{kind}-cds" / f"{key}.jsa"
+
+
+def own_sharing(options: str = "") -> bool:
+    """Whether these options, or JAVA_TOOL_OPTIONS, choose the class sharing (cutover then adds none)."""
+    chosen = f"{options} {os.environ.get('JAVA_TOOL_OPTIONS', '')}"
+    return any(flag in chosen for flag in OWN_SHARING)
+
+
+def sharing(archive: Path) -> list[str]:
+    """The options that map the archive, when it exists and the user chose no class sharing of their own."""
+    if own_sharing() or not archive.is_file():
+        return []
+    return [f"-XX:SharedArchiveFile={archive}", *SHARING_QUIET]
+
+
+@contextlib.contextmanager
+def locked(lock: Path) -> Iterator[None]:
+    """An exclusive lock on the file `lock` (made if missing) while the block runs: one of several processes
+    makes an archive while the others wait for it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def program(source: Path, classpath: list[Path]) -> list[str]:

@@ -16,25 +16,17 @@ callers make it while the others wait for it.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from cutover import jvm
 from cutover.output import progress
 
-#: JVM options that mean the user chose the class sharing themselves: cutover adds none then.
-_USERS_OWN = ("-XX:SharedArchiveFile", "-Xshare:", "-XX:ArchiveClassesAtExit")
-#: The archive's own diagnostics stay out of the driver's output (stdout is cutover's results).
-_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 #: What a session in the child process runs while its classes are recorded.
 _WARM = """
 import json, sys
@@ -57,51 +49,28 @@ sys.exit(proc.wait(timeout=300))
 """
 
 
-def key(conf: Mapping[str, str]) -> str:
-    """What the archive is valid for: the Java build, and every jar of the driver's class path by path, size
-    and time (Spark's own and the session's: the JVM refuses an archive, silently, when one of them changed,
-    as a reinstalled pyspark does)."""
+def path(conf: Mapping[str, str]) -> Path:
+    """Where the archive of a session of `conf` is: keyed by the Java build, Spark's version and every jar of the
+    driver's class path (Spark's own and the session's: the JVM refuses an archive, silently, when one of them
+    changed, as a reinstalled pyspark does)."""
     import pyspark
 
-    java = _java()
     spark_jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
     extra = [Path(j) for part in ("spark.jars", "spark.driver.extraClassPath")
              for j in conf.get(part, "").replace(":", ",").split(",") if j]
-    what = {"java": str(java), "java_mtime": java.stat().st_mtime_ns if java.is_file() else None,
-            "spark": pyspark.__version__, "jars": [_stamp(j) for j in [*spark_jars, *extra]]}
-    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _stamp(jar: Path) -> tuple[str, int, int]:
-    try:
-        st = jar.stat()
-    except OSError:
-        return (str(jar), -1, -1)
-    return (str(jar), st.st_size, st.st_mtime_ns)
-
-
-def _java() -> Path:
-    """The java executable sessions run, as jvm.java() finds it, without running it (no Java: a path that
-    names none, so no archive matches)."""
-    home = os.environ.get("JAVA_HOME")
-    exe = Path(home) / "bin" / "java" if home and (Path(home) / "bin" / "java").exists() else shutil.which("java")
-    return Path(exe).resolve() if exe else Path("/no-java")
-
-
-def path(conf: Mapping[str, str]) -> Path:
-    return jvm.cutover_home() / "spark-cds" / f"{key(conf)}.jsa"
+    return jvm.archive_path("spark", [*spark_jars, *extra], spark=pyspark.__version__)
 
 
 def options(conf: Mapping[str, str]) -> str | None:
     """The driver's Java options with the archive added, when it exists and the user set no class
     sharing of their own; None to leave the options as they are."""
     own = conf.get("spark.driver.extraJavaOptions", "")
-    if any(flag in own for flag in _USERS_OWN):
+    if jvm.own_sharing(own):
         return None
     archive = path(conf)
     if not archive.is_file():
         return None
-    return f"{own} -XX:SharedArchiveFile={archive} {_QUIET}".strip()
+    return " ".join([own, f"-XX:SharedArchiveFile={archive}", *jvm.SHARING_QUIET]).strip()
 
 
 def ensure(conf: Mapping[str, str]) -> Path | None:
@@ -111,7 +80,7 @@ def ensure(conf: Mapping[str, str]) -> Path | None:
     if archive.is_file():
         return archive
     archive.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(archive.with_suffix(".lock")):
+    with jvm.locked(archive.with_suffix(".lock")):
         if archive.is_file():  # another process made it while this one waited
             return archive
         progress("making the Spark driver's class-data archive (first use only: later sessions start faster)")
@@ -119,7 +88,8 @@ def ensure(conf: Mapping[str, str]) -> Path | None:
             partial = archive.with_name(f"{archive.stem}.{os.getpid()}.partial")
             own = dict(conf)
             java_options = conf.get("spark.driver.extraJavaOptions", "")
-            own["spark.driver.extraJavaOptions"] = f"{java_options} -XX:ArchiveClassesAtExit={partial} {_QUIET}".strip()
+            recording = [java_options, f"-XX:ArchiveClassesAtExit={partial}", *jvm.SHARING_QUIET]
+            own["spark.driver.extraJavaOptions"] = " ".join(recording).strip()
             own["spark.master"] = "local[1]"
             done = subprocess.run([sys.executable, "-c", _WARM, json.dumps(own), str(Path(scratch) / "warehouse")],
                                   capture_output=True, text=True, check=False, timeout=600)
@@ -131,13 +101,3 @@ def ensure(conf: Mapping[str, str]) -> Path | None:
             partial.replace(archive)
     progress(f"class-data archive ready: {archive}")
     return archive
-
-
-@contextlib.contextmanager
-def _locked(lock: Path) -> Iterator[None]:
-    with lock.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

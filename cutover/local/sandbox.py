@@ -295,6 +295,7 @@ class Sandbox(ConnectWorker, RegistryServers):
             for side in SIDES:  # a sandbox made with another release than the default
                 if state.clusters[side].platform == "kafka":
                     jvm.resolve(jvm.kafka_broker(state.clusters[side].version))
+                    broker.ensure_class_archive(state.clusters[side].version)
             for side in SIDES:
                 self._ensure_running(state, side)
             self._ensure_lake(state)

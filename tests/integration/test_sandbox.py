@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, TopicPartition
 
 from cutover.local.sandbox import Sandbox
 from cutover.plan import Plan, derive
 from tests.conftest import cutover
 from tests.integration.kafka_util import create_topic, produce, read_all
+from tests.integration.mirror_util import commit
 
 
 def test_status_json_has_the_documented_shape(sandbox: Sandbox) -> None:
@@ -207,9 +207,7 @@ def test_init_writes_a_plan_that_plan_check_accepts_for_the_sandbox(sandbox: San
     if sandbox.status()["catalog"]["kind"] != "sqlite":
         pytest.skip("a REST or PostgreSQL catalog also needs its S3 properties, which init does not ask for")
     create_topic(plan.cluster("old"), f"{ns}.orders", partitions=2)
-    consumer = Consumer({**plan.cluster("old"), "group.id": f"{ns}.billing"})
-    consumer.commit(offsets=[TopicPartition(f"{ns}.orders", 0, 0)], asynchronous=False)
-    consumer.close()
+    commit(plan.cluster("old"), f"{ns}.billing", {(f"{ns}.orders", 0): 0})
     status = sandbox.status()
     cat = plan.spec.catalog
     assert cat is not None
@@ -270,9 +268,7 @@ def test_plan_check_reports_topics_groups_and_tables(sandbox: Sandbox, plan: Pla
     create_topic(plan.cluster("old"), f"{ns}.orders", partitions=3)
     create_topic(plan.cluster("new"), f"{ns}.orders", partitions=2)
     group = f"{ns}-billing"
-    consumer = Consumer({**plan.cluster("new"), "group.id": group})
-    consumer.commit(offsets=[TopicPartition(f"{ns}.orders", 0, 0)], asynchronous=False)
-    consumer.close()
+    commit(plan.cluster("new"), group, {(f"{ns}.orders", 0): 0})
 
     run = cutover("plan", "check", "--plan", str(sandbox.plan_file), "-o", "json")
     assert run.code == 0, run.err
