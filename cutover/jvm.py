@@ -144,7 +144,7 @@ KAFKA_STREAMS = JarSet("kafka-streams", (f"org.apache.kafka:kafka-streams:{KAFKA
                                          "org.slf4j:slf4j-simple:1.7.36"))
 
 #: Flink 1.20 with its Kafka connector (3.4.0-1.20, kafka-clients 3.4.0) and the State Processor API: what
-#: reads a flink reader's savepoints (readers/FlinkSavepoint.java), and the tests' real Flink job runs on
+#: reads a flink reader's savepoints (java/FlinkSavepoint.java), and the tests' real Flink job runs on
 #: (a local MiniCluster). The State Processor API's newest 1.20 release on Maven Central is 1.20.0, so every
 #: Flink module is taken at 1.20.0.
 FLINK_VERSION = "1.20.0"
@@ -249,32 +249,60 @@ def locked(lock: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+#: cutover's Java helpers, in one folder: the single-file programs run by program() and the registry's Maven build.
+JAVA_SOURCES = Path(__file__).with_name("java")
+#: What the programs share (the properties file, JSON quoting, the error line): compiled into each that names it.
+SHARED_SOURCE = JAVA_SOURCES / "Cli.java"
+
+
 def program(source: Path, classpath: list[Path]) -> list[str]:
     """The java arguments that run the single-file program `source` (its public class is its file's name) with
     `classpath`: compiled once per source, Java and class path into the cache (`classes/`), as Java's
     single-file source mode would compile it on every run (about 1.4 s of CPU each time: bench/README.md);
-    in source mode where no javac sits beside java (a JRE)."""
+    in source mode where no javac sits beside java (a JRE), or where it does not compile (Java then says why).
+    A program that names `Cli.` gets the helpers' shared class (SHARED_SOURCE) in its own source file."""
     path = os.pathsep.join(str(j) for j in classpath)
+    text = _with_shared(source.read_text())
     exe = Path(java()).resolve()
     javac = exe.with_name("javac")
-    if not javac.exists():
-        return ["-cp", path, str(source)]
-    key = hashlib.sha256(b"\0".join([source.read_bytes(), str(exe).encode(),
+    key = hashlib.sha256(b"\0".join([text.encode(), str(exe).encode(),
                                       *(j.name.encode() for j in classpath)])).hexdigest()[:16]
+    whole = source if text == source.read_text() else _source_file(source.name, key, text)
+    if not javac.exists():
+        return ["-cp", path, str(whole)]
     target = cutover_home() / "classes" / f"{source.stem}-{key}"
     if not (target / f"{source.stem}.class").exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=f".{source.stem}-", dir=target.parent))
         done = subprocess.run([str(javac), "-nowarn", "-J-XX:TieredStopAtLevel=1", "-d", str(building), "-cp",
-                               path, str(source)], capture_output=True, text=True, check=False)
+                               path, str(whole)], capture_output=True, text=True, check=False)
         if done.returncode != 0:  # said by the run in source mode, as before
             shutil.rmtree(building, ignore_errors=True)
-            return ["-cp", path, str(source)]
+            return ["-cp", path, str(whole)]
         try:
             building.rename(target)  # whole or not at all; another process may have made it meanwhile
         except OSError:
             shutil.rmtree(building, ignore_errors=True)
     return ["-cp", os.pathsep.join([str(target), path]), source.stem]
+
+
+def _with_shared(text: str) -> str:
+    """A program's source with the shared class after its own, when it names it (a program is one file)."""
+    if "Cli." not in text or "final class Cli" in text:
+        return text
+    return f"{text.rstrip()}\n\n{SHARED_SOURCE.read_text()}"
+
+
+def _source_file(name: str, key: str, text: str) -> Path:
+    """The program's whole source (its own and the shared class) as a file named as its class, in the cache."""
+    folder = cutover_home() / "sources" / f"{Path(name).stem}-{key}"
+    file = folder / name
+    if not file.is_file() or file.read_text() != text:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{name}.{os.getpid()}"
+        partial.write_text(text)
+        partial.replace(file)
+    return file
 
 
 def maven() -> str:

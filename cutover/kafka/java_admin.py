@@ -1,6 +1,6 @@
-"""Kafka's Java Admin API for what librdkafka (and so confluent-kafka) does not offer: a small program
-beside the module that needs it runs in Java's single-file source mode, with Kafka's client jars on the
-class path. Its client properties (secrets among them) go in a private file that is removed at once;
+"""Kafka's Java Admin API for what librdkafka (and so confluent-kafka) does not offer: a small program of
+cutover/java/ (compiled once by cutover.jvm.program) runs with Kafka's client jars on the class path. Its
+client properties (secrets among them) go in a private file that is removed at once;
 its errors come back named, scrubbed of secrets."""
 
 from __future__ import annotations

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
+from cutover import jvm
 from cutover.common import TP
 from cutover.kafka import java_admin
 from cutover.kafka.clients import ClusterRef
 
-_PROGRAM = Path(__file__).with_name("Producers.java")
+_PROGRAM = jvm.JAVA_SOURCES / "Producers.java"
 
 
 @dataclass(frozen=True)

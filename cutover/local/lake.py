@@ -49,7 +49,7 @@ DB_NAME = "postgres"
 READY_TIMEOUT = 90.0
 #: Where every lake server listens: this host only.
 LOOPBACK = "127.0.0.1"
-_REST_PROGRAM = Path(__file__).with_name("RestCatalogServer.java")
+_REST_PROGRAM = jvm.JAVA_SOURCES / "RestCatalogServer.java"
 
 
 @dataclass

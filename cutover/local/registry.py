@@ -1,7 +1,7 @@
 """The sandbox's schema registries: one Apicurio Registry 2.4.2 per cluster, serving the Confluent API.
 
 No registry server is published ready to run on the registries this project reaches
-(Confluent's is not on Maven Central, Karapace is not on PyPI), so `cutover/local/apicurio/`
+(Confluent's is not on Maven Central, Karapace is not on PyPI), so `cutover/java/apicurio/`
 assembles Apicurio's Quarkus application from Maven Central once (build.sh, about 35 s) into
 ~/.cutover/registry. Each registry keeps its schemas in an H2 file in its folder, so it comes
 back as it was after `local stop registry` / `local start registry`, and listens on 127.0.0.1.
@@ -36,7 +36,7 @@ def ensure_built() -> Path:
     out = build_dir()
     if (out / "quarkus-run.jar").is_file():
         return out / "quarkus-run.jar"
-    script = Path(__file__).parent / "apicurio" / "build.sh"
+    script = jvm.JAVA_SOURCES / "apicurio" / "build.sh"
     progress(f"building Apicurio Registry {APICURIO_VERSION} from Maven Central into {out} (first use only, ~40 s)")
     jvm.java()
     done = subprocess.run(["bash", str(script), str(out.with_suffix(".tmp"))], capture_output=True, text=True,

@@ -36,7 +36,7 @@ from cutover.readers.mapping import Mapped, moved_pairs, positions_table
 from cutover.readers.spark import Mode, Problem
 from cutover.readers.store import local
 
-_PROGRAM = Path(__file__).with_name("FlinkSavepoint.java")
+_PROGRAM = jvm.JAVA_SOURCES / "FlinkSavepoint.java"
 
 #: What Flink 1.20's own config.yaml adds for Java 17 (its runtime reflects into these packages).
 JAVA17_OPENS = tuple(f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in (

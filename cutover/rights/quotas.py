@@ -6,9 +6,9 @@ small program beside this module (ClientQuotas.java) runs through kafka/java_adm
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import quote
 
+from cutover import jvm
 from cutover.kafka import java_admin
 from cutover.kafka.clients import ClusterRef
 
@@ -16,7 +16,7 @@ from cutover.kafka.clients import ClusterRef
 Entity = tuple[tuple[str, str | None], ...]
 Quotas = dict[Entity, dict[str, float]]
 
-_PROGRAM = Path(__file__).with_name("ClientQuotas.java")
+_PROGRAM = jvm.JAVA_SOURCES / "ClientQuotas.java"
 
 
 def entity_text(entity: Entity) -> str:

@@ -41,3 +41,31 @@ def test_a_program_that_does_not_compile_runs_in_source_mode_and_leaves_nothing(
     source.write_text("public class Hello { not java }\n")
     assert jvm.program(source, []) == ["-cp", "", str(source)]
     assert list((tmp_path / "home" / "classes").iterdir()) == []
+
+
+def test_a_program_that_names_the_shared_class_gets_it_compiled_in(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The helpers' shared class (cutover/java/Cli.java) is compiled into each program that names it: one
+    quoting of JSON strings for every program."""
+    monkeypatch.setenv("CUTOVER_HOME", str(tmp_path / "home"))
+    source = tmp_path / "Quoted.java"
+    source.write_text('public class Quoted { public static void main(String[] a) '
+                      '{ System.out.println(Cli.quote(a[0])); } }\n')
+    args = jvm.program(source, [])
+    assert args[-1] == "Quoted" and _run(args, 'a "b"\\c\n') == '"a \\"b\\"\\\\c\\u000a"\n'
+
+
+def test_a_program_naming_the_shared_class_that_does_not_compile_runs_whole_in_source_mode(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java's own error names the program's mistake, not a missing Cli: source mode runs the program with the
+    shared class in one file."""
+    monkeypatch.setenv("CUTOVER_HOME", str(tmp_path / "home"))
+    source = tmp_path / "Broken.java"
+    source.write_text('public class Broken { public static void main(String[] a) '
+                      '{ System.out.println(Cli.quote(a[0])) } }\n')  # the missing ';'
+    args = jvm.program(source, [])
+    whole = Path(args[-1])
+    assert args[:2] == ["-cp", ""] and whole.name == "Broken.java" and whole != source
+    assert whole.read_text().startswith(source.read_text().rstrip()) and "final class Cli" in whole.read_text()
+    done = subprocess.run([jvm.java(), *args, "x"], capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "';' expected" in done.stderr and "cannot find symbol" not in done.stderr

@@ -1,8 +1,8 @@
 // The Kafka positions a Flink savepoint holds for one KafkaSource: each split's (topic, partition,
 // next offset to read), read with Flink's own State Processor API, one JSON line per split on stdout.
 //
-// Run by cutover (readers/flink_savepoint.py) in Java's single-file source mode with Flink's jars on the
-// class path: java -cp JARS FlinkSavepoint.java SAVEPOINT_PATH SOURCE_UID
+// Run by cutover (readers/flink.py, through cutover.jvm.program, with Cli.java) with Flink's jars on the
+// class path: java -cp JARS FlinkSavepoint SAVEPOINT_PATH SOURCE_UID
 //
 // A SourceOperator keeps its splits as the operator list state "SourceReaderState", each element the
 // split serializer's bytes in SimpleVersionedSerialization's envelope; the KafkaSource's serializer
@@ -37,15 +37,14 @@ public class FlinkSavepoint {
             while (t.getCause() != null) {
                 t = t.getCause();
             }
-            System.err.println("cutover-flink: " + t.getClass().getSimpleName() + ": " + t.getMessage());
-            System.exit(3);
+            Cli.fail("cutover-flink: ", t, 3);
             return;
         }
         KafkaPartitionSplitSerializer serializer = new KafkaPartitionSplitSerializer();
         for (byte[] bytes : states) {
             KafkaPartitionSplit split = SimpleVersionedSerialization.readVersionAndDeSerialize(serializer, bytes);
-            System.out.println("{\"topic\":\"" + split.getTopic().replace("\\", "\\\\").replace("\"", "\\\"")
-                    + "\",\"partition\":" + split.getPartition() + ",\"offset\":" + split.getStartingOffset()
+            System.out.println("{\"topic\":" + Cli.quote(split.getTopic())
+                    + ",\"partition\":" + split.getPartition() + ",\"offset\":" + split.getStartingOffset()
                     + ",\"stopping\":" + split.getStoppingOffset().orElse(KafkaPartitionSplit.NO_STOPPING_OFFSET)
                     + "}");
         }

@@ -1,6 +1,6 @@
 // Client quotas through Kafka's Java Admin API (librdkafka, and so confluent-kafka, has no
-// DescribeClientQuotas or AlterClientQuotas). Run by cutover/rights/quotas.py in Java's
-// single-file source mode, with Kafka's client jars on the class path:
+// DescribeClientQuotas or AlterClientQuotas). Run by cutover/rights/quotas.py (through
+// kafka/java_admin.py and cutover.jvm.program, with Cli.java), with Kafka's client jars on the class path:
 //
 //   java -cp JARS ClientQuotas.java CONFIG describe
 //       prints every quota of the cluster, one JSON object per line:
@@ -11,14 +11,12 @@
 //       NAME URL-encoded, a TYPE alone for its default. Prints "ok".
 //
 // CONFIG is a Java client properties file. Errors go to stderr, exit code 1.
-import java.io.FileInputStream;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.TreeMap;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
@@ -27,20 +25,14 @@ import org.apache.kafka.common.quota.ClientQuotaFilter;
 
 public class ClientQuotas {
     public static void main(String[] args) throws Exception {
-        Properties props = new Properties();
-        try (FileInputStream in = new FileInputStream(args[0])) {
-            props.load(in);
-        }
-        try (Admin admin = Admin.create(props)) {
+        try (Admin admin = Admin.create(Cli.properties(args[0]))) {
             if (args[1].equals("describe")) {
                 describe(admin);
             } else {
                 alter(admin, args);
             }
         } catch (java.util.concurrent.ExecutionException e) {
-            Throwable cause = e.getCause() == null ? e : e.getCause();
-            System.err.println(cause.getClass().getSimpleName() + ": " + cause.getMessage());
-            System.exit(1);
+            Cli.fail("", Cli.cause(e), 1);
         }
     }
 
@@ -51,14 +43,14 @@ public class ClientQuotas {
             StringBuilder out = new StringBuilder("{\"entity\": {");
             String sep = "";
             for (Map.Entry<String, String> part : new TreeMap<>(e.getKey().entries()).entrySet()) {
-                out.append(sep).append(quote(part.getKey())).append(": ")
-                   .append(part.getValue() == null ? "null" : quote(part.getValue()));
+                out.append(sep).append(Cli.quote(part.getKey())).append(": ")
+                   .append(part.getValue() == null ? "null" : Cli.quote(part.getValue()));
                 sep = ", ";
             }
             out.append("}, \"quotas\": {");
             sep = "";
             for (Map.Entry<String, Double> q : new TreeMap<>(e.getValue()).entrySet()) {
-                out.append(sep).append(quote(q.getKey())).append(": ").append(q.getValue());
+                out.append(sep).append(Cli.quote(q.getKey())).append(": ").append(q.getValue());
                 sep = ", ";
             }
             System.out.println(out.append("}}"));
@@ -83,19 +75,5 @@ public class ClientQuotas {
         ops.forEach((entity, list) -> alterations.add(new ClientQuotaAlteration(entity, list)));
         admin.alterClientQuotas(alterations).all().get();
         System.out.println("ok");
-    }
-
-    static String quote(String s) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') {
-                out.append('\\').append(c);
-            } else if (c < 0x20) {
-                out.append(String.format("\\u%04x", (int) c));
-            } else {
-                out.append(c);
-            }
-        }
-        return out.append('"').toString();
     }
 }
