@@ -209,7 +209,7 @@ def _registry_report(plan: Plan, timeout: float) -> dict[str, Any] | None:
     (read everywhere; on the target, IMPORT mode, or Apicurio's admin API)."""
     if plan.spec.registry is None:
         return None
-    from cutover.registry import apicurio
+    from cutover.registry import strategies
     from cutover.registry.client import RegistryClient
 
     out: dict[str, Any] = {}
@@ -217,21 +217,17 @@ def _registry_report(plan: Plan, timeout: float) -> dict[str, Any] | None:
         client = RegistryClient(side, getattr(plan.spec.registry, side), timeout)
         try:
             subjects = client.subjects()
-            mode = client.mode()
-            found: dict[str, Any] = {"reachable": True, "url": client.base, "subjects": len(subjects), "mode": mode}
-            if mode is None and apicurio.is_apicurio(client):
-                found["ids_kept_by"] = "apicurio-import"
-                root = apicurio.native_root(client)
-                answer = client.session.get(f"{root}/admin/config/properties", timeout=timeout)
-                found["admin"] = answer.ok
-                if not answer.ok:
-                    found["problem"] = (f"{client.describe()}: cutover's principal may not use Apicurio's admin API "
-                                        f"({answer.status_code}): the sync imports through it")
+            found: dict[str, Any] = {"reachable": True, "url": client.base, "subjects": len(subjects),
+                                     "mode": client.mode()}
+            strategy = strategies.choose(client)
+            found["ids_kept_by"] = strategy.name if strategy else None
+            if strategy is None:
+                found["problem"] = strategies.unknown_problem(client)
             else:
-                found["ids_kept_by"] = "import-mode" if mode is not None else None
-                if mode is None:
-                    found["problem"] = (f"{client.describe()} has no /mode (IMPORT mode): it cannot take schemas "
-                                        "under their ids")
+                ready = strategy.readiness(client, timeout)
+                found.update(ready.facts)
+                if ready.problem:
+                    found["problem"] = ready.problem
         except CutoverError as exc:
             found = {"reachable": False, "url": client.base, "error": exc.message, "fix": exc.fix}
         out[side] = found

@@ -18,10 +18,12 @@ import io
 import json
 import time
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from cutover.errors import CutoverError
+from cutover.output import progress
 from cutover.registry.client import RegistryClient, Version
+from cutover.registry.keeping import Copy, Readiness, confirm
 
 CCOMPAT_ROOT = "/apis/ccompat/"
 
@@ -99,3 +101,35 @@ def import_versions(client: RegistryClient, versions: list[Version], compatibili
     if answer.status_code >= 300:
         raise CutoverError(f"{client.describe()}: the admin import answered {answer.status_code}: {answer.text[:300]}",
                            fix="the registry's principal needs the admin role for /apis/registry/v2/admin/import")
+
+
+class ApicurioImport:
+    """The IdKeeping of Apicurio Registry 2.x (no IMPORT mode): its admin import, into ids it does not hold."""
+
+    name = "apicurio-import"
+
+    def applies(self, target: RegistryClient) -> bool:
+        return target.mode() is None and is_apicurio(target)
+
+    def readiness(self, target: RegistryClient, timeout: float) -> Readiness:
+        """Whether cutover's principal may use the admin API the import goes through."""
+        root = native_root(target)
+        assert root is not None
+        answer = target.session.get(f"{root}/admin/config/properties", timeout=timeout)
+        problem = None if answer.ok else (f"{target.describe()}: cutover's principal may not use Apicurio's admin "
+                                          f"API ({answer.status_code}): the sync imports through it")
+        return Readiness({"admin": answer.ok}, problem)
+
+    def write(self, target: RegistryClient, copies: Sequence[Copy], compatibility: Mapping[str, str]) -> list[Version]:
+        versions = [c.version for c in copies]
+        if not versions:
+            return []
+        import_versions(target, versions, dict(compatibility))
+        for v in versions:
+            confirm(target, v, None)
+        progress(f"registry: {len(versions)} version(s) imported into {target.describe()} under their ids "
+                 "(Apicurio's admin import)")
+        return versions
+
+    def release(self, source: RegistryClient, target: RegistryClient, subjects: Iterable[str]) -> list[str]:
+        return []  # the import changes no mode: producers register as before

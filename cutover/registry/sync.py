@@ -7,28 +7,22 @@ again from what the two registries hold and does only what is left.
 
 Refusals, before anything is written (exit 3): the target holds a different schema under a
 needed id, or a needed subject has versions on the target that the source lacks (or under
-another id). Where the target has IMPORT mode (Confluent, Karapace, Redpanda, Apicurio 3),
-each copied subject is put in it and every version is posted with its id and version; each
-write is read back (`GET /schemas/ids/{id}`), so a re-post that a registry answers with an
-error but holds (redpanda#26331) is a success, and one that it took under another id is an
-error, named.
+another id). How the target keeps the ids is its strategy (registry/strategies.py: IMPORT
+mode, or Apicurio 2.x's admin import), chosen by asking it; every version written is read back.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cutover.errors import CutoverError, Refused, UsageError
-from cutover.output import progress
+from cutover.errors import Refused, UsageError
 from cutover.plan import ClusterSide, Plan
-from cutover.registry import apicurio
+from cutover.registry import strategies
 from cutover.registry.client import RegistryClient, Version
+from cutover.registry.keeping import Copy
 
-log = logging.getLogger("cutover.registry")
-IMPORT = "IMPORT"
 Action = Literal["copy", "present", "refused"]
 
 
@@ -58,8 +52,7 @@ class SyncPlan:
     #: soft-deleted versions of moved subjects that the sync leaves alone (soft_deleted: skip)
     skipped_deleted: tuple[Version, ...]
     refusals: tuple[str, ...]
-    #: how the target keeps ids: "import-mode" (Confluent API: IMPORT mode, posts with id and version) or
-    #: "apicurio-import" (Apicurio 2.x: its admin import)
+    #: how the target keeps ids: the name of its strategy (strategies.STRATEGIES)
     method: str = "import-mode"
     executed: bool = False
     copied: tuple[Version, ...] = field(default=())
@@ -140,7 +133,7 @@ def plan_sync(plan: Plan, source: RegistryClient, target: RegistryClient, topics
     skipped = [v for v in skipped if (v.subject, v.version) not in needed]
     moves, refusals = _decide(source, target, [needed[k] for k in _dependency_order(needed)])
     compat = _compatibility(source, target, sorted({v.subject for v, _ in needed.values()}))
-    method = "import-mode" if target.mode() is not None or not apicurio.is_apicurio(target) else "apicurio-import"
+    method = strategies.for_sync(target).name
     return SyncPlan(source.describe(), target.describe(), tuple(sorted({v.subject for v, _ in needed.values()})),
                     tuple(moves), tuple(compat), tuple(skipped), tuple(refusals), method)
 
@@ -224,93 +217,17 @@ def execute(sync: SyncPlan, source: RegistryClient, target: RegistryClient) -> S
                       + "; ".join(sync.refusals),
                       fix="the target must hold nothing else under the ids and subjects moved: remove what it holds "
                           "there (it is not a copy of the source), or move to an empty registry")
-    copied: list[Version] = []
-    if sync.method == "apicurio-import" and sync.to_copy:
-        versions = [m.version for m in sync.to_copy]
-        apicurio.import_versions(target, versions, {s: lvl for s, lvl, _ in sync.compatibility if s is not None})
-        for v in versions:
-            _confirm(target, v, None)
-            copied.append(v)
-        progress(f"registry: {len(versions)} version(s) imported into {target.describe()} under their ids "
-                 "(Apicurio's admin import)")
-    else:
-        for subject in sorted({m.version.subject for m in sync.to_copy}):
-            _import_mode(target, subject)
-        for move in sync.to_copy:
-            v = move.version
-            _write(target, v)
-            copied.append(v)
-            progress(f"registry: {v.subject} version {v.version} -> id {v.id} on {target.name}"
-                     + (f" ({move.note})" if move.note else ""))
+    compat = {s: lvl for s, lvl, _ in sync.compatibility if s is not None}
+    copied = strategies.named(sync.method).write(target, [Copy(m.version, m.note) for m in sync.to_copy], compat)
     for compat_subject, level, _before in sync.compatibility:
         target.set_compatibility(level, compat_subject)
     return SyncPlan(sync.source, sync.target, sync.subjects, sync.moves, sync.compatibility, sync.skipped_deleted,
                     sync.refusals, sync.method, executed=True, copied=tuple(copied))
 
 
-def _import_mode(target: RegistryClient, subject: str) -> None:
-    """IMPORT mode for one subject (registries that take it per subject), else for the whole registry."""
-    if target.mode(subject) == IMPORT or target.mode() == IMPORT:
-        return
-    try:
-        target.set_mode(IMPORT, subject)
-        return
-    except CutoverError as exc:
-        log.info("%s: IMPORT mode for subject %s refused (%s); asking for it registry-wide", target.base, subject,
-                 exc.message)
-    try:
-        target.set_mode(IMPORT)
-    except CutoverError as exc:
-        raise Refused(f"{target.describe()} does not take IMPORT mode ({exc.message}), so it cannot keep schema ids",
-                      fix="enable modes on the target (Confluent: mode.mutability=true; Apicurio 3: "
-                          "apicurio.ccompat.use-canonical-hash and IMPORT mode), or move to an empty registry "
-                          "that takes IMPORT mode") from None
-
-
-def _write(target: RegistryClient, v: Version) -> None:
-    """Post one version with its id and version; success is the target holding it, read back."""
-    failure: CutoverError | None = None
-    try:
-        target.register(v.subject, v.schema, v.id, v.version)
-    except CutoverError as exc:
-        if exc.exit_code != 1 and not exc.retryable:
-            raise
-        failure = exc  # re-posting what the target already holds is an error on some registries
-    _confirm(target, v, failure)
-    if v.deleted:
-        target.delete_version(v.subject, v.version)
-
-
-def _confirm(target: RegistryClient, v: Version, failure: CutoverError | None) -> None:
-    """The target holds `v` under its id and version, read back."""
-    held = target.schema(v.id)
-    at = target.version(v.subject, v.version, deleted=True)
-    if held is None or held.canonical() != v.schema.canonical() or at is None or at.id != v.id:
-        found = "nothing" if at is None else f"id {at.id}"
-        raise CutoverError(f"{target.describe()} did not keep {v.subject} version {v.version} under id {v.id} "
-                           f"(found {found})" + (f": {failure.message}" if failure else ""),
-                           fix="the target must take explicit ids in IMPORT mode (or, for Apicurio, be empty under "
-                               "the ids moved: its import skips what collides); see the registry's log")
-
-
 def release(source: RegistryClient, target: RegistryClient, subjects: Iterable[str]) -> list[str]:
-    """Take the moved subjects out of IMPORT mode on `target`, into the mode each has on the source
-    (READWRITE unless the source says otherwise), so that its producers can register."""
-    changed = []
-    for s in subjects:
-        if target.mode(s) == IMPORT:
-            target.set_mode(_writable(source.mode(s)), s)
-            changed.append(s)
-    if target.mode() == IMPORT:
-        target.set_mode(_writable(source.mode()))
-        changed.append("(global)")
-    return changed
-
-
-def _writable(mode: str | None) -> str:
-    """The mode a target takes after its import: the source's own, but never IMPORT (a source that was
-    itself the target of an earlier move may still say so)."""
-    return mode if mode and mode != IMPORT else "READWRITE"
+    """After the switch: let the target's producers register the moved subjects (its strategy's release)."""
+    return strategies.for_sync(target).release(source, target, subjects)
 
 
 def render(sync: SyncPlan) -> str:

@@ -102,6 +102,17 @@ def zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
         yield box
 
 
+@pytest.fixture(scope="module")
+def registries(sandbox: Sandbox) -> Iterator[dict[str, str]]:
+    """The sandbox with one registry per cluster: their Confluent API URLs. The session's other modules
+    get the sandbox back without them (a plan with a registry section adds promote's registry steps)."""
+    had = "registry" in sandbox.status()
+    status = sandbox.up(registry=True)
+    yield {side: status["registry"][side]["url"] for side in ("old", "new")}
+    if not had:
+        sandbox.remove_registries()
+
+
 @pytest.fixture(scope="session")
 def sandbox_status(sandbox: Sandbox) -> dict[str, Any]:
     return sandbox.status()

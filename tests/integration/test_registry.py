@@ -9,7 +9,6 @@ the Avro deserializer reads from the new cluster through the new registry.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +35,6 @@ V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
 # v2 adds a field with a default; v3 removes the optional field `note`
 V2 = {**V1, "fields": [*V1["fields"], {"name": "currency", "type": "string", "default": "EUR"}]}
 V3 = {**V1, "fields": [f for f in V2["fields"] if f["name"] != "note"]}
-
-
-@pytest.fixture(scope="module")
-def registries(sandbox: Sandbox) -> Iterator[dict[str, str]]:
-    """The sandbox with one registry per cluster: their Confluent API URLs. The session's other modules
-    get the sandbox back without them (a plan with a registry section adds promote's registry steps)."""
-    had = "registry" in sandbox.status()
-    status = sandbox.up(registry=True)
-    yield {side: status["registry"][side]["url"] for side in ("old", "new")}
-    if not had:
-        sandbox.remove_registries()
 
 
 def _produce_avro(url: str, props: dict[str, str], topic: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
