@@ -12,7 +12,7 @@ from typing import Any
 from cutover import secrets
 from cutover.errors import PlanError, UsageError
 from cutover.plan.model import CATALOG_URIS, REGISTRY_FORMATS, ClusterSide, Plan, PlanSpec, TablePair
-from cutover.plan.reader_kinds import READER_FIELDS
+from cutover.plan.reader_kinds import READER_KINDS
 from cutover.plan.schema import Builder
 from cutover.plan.source import PathKey, interpolate, read_document, read_env_file
 
@@ -153,14 +153,15 @@ def _cross_checks(spec: PlanSpec, where: Callable[[PathKey], str]) -> list[str]:
                             f"{where(('readers', names[r.name], 'name')).split(': ', 1)[1]} (fix: give each reader "
                             "its own name)")
         names.setdefault(r.name, i)
-        needs, optional, when = READER_FIELDS[r.kind]
-        needs += tuple(key for (field, value), more in when.items() if getattr(r, field) == value for key in more)
+        entry = READER_KINDS[r.kind]
+        needs = entry.needs + tuple(key for (field, value), more in entry.needs_when.items()
+                                    if getattr(r, field) == value for key in more)
         for key in needs:
             if getattr(r, key) is None:
                 problems.append(f"{where(('readers', i))}: a {r.kind} reader needs {key} (fix: add "
                                 f"{key}: ... to reader {r.name})")
-        own = {*READER_FIELDS[r.kind][0], *optional}
-        foreign = [key for kind, (n, o, _) in READER_FIELDS.items() if kind != r.kind for key in (*n, *o)
+        own = {*entry.needs, *entry.may}
+        foreign = [key for kind, other in READER_KINDS.items() if kind != r.kind for key in (*other.needs, *other.may)
                    if key not in own]
         for key in dict.fromkeys(foreign):
             if getattr(r, key) is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cutover.common import iso_z
 from cutover.errors import Refused, UnreachableError, UsageError
@@ -30,7 +30,7 @@ from cutover.mirror import state as st
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal
-from cutover.readers.spark import Mode, Problem
+from cutover.readers.kind import Mode, Problem
 
 DEFAULT_OFFSETS_TOPIC = "connect-offsets"
 #: One connector's offsets: canonical JSON of its partition -> canonical JSON of its offset.
@@ -237,3 +237,10 @@ def moved_text(head: str, m: dict[str, Any]) -> str:
                  if m["mode"] == "dry-run" else f"recorded: once {m['target_worker']} runs, each connector's "
                  "offsets there (KIP-875) must be these")
     return "\n".join(lines)
+
+
+if TYPE_CHECKING:  # mypy checks this module against the protocol of every reader kind (readers/kind.py)
+    from cutover.readers import connect as _this
+    from cutover.readers.kind import ReaderKind
+
+    _checked: ReaderKind = _this

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cutover import jvm
 from cutover.common import iso_z, replace_file
@@ -32,8 +32,8 @@ from cutover.mirror import state as st
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal
+from cutover.readers.kind import Mode, Problem
 from cutover.readers.mapping import Mapped, moved_pairs, positions_table
-from cutover.readers.spark import Mode, Problem
 from cutover.readers.store import local
 
 _PROGRAM = jvm.JAVA_SOURCES / "FlinkSavepoint.java"
@@ -290,3 +290,10 @@ def moved_text(head: str, m: dict[str, Any]) -> str:
         lines.append("wrote: " + ", ".join(m["written"]) + (f"; committed to group {m['committed_group']} on the "
                                                             "target" if m.get("committed_group") else ""))
     return "\n".join(lines)
+
+
+if TYPE_CHECKING:  # mypy checks this module against the protocol of every reader kind (readers/kind.py)
+    from cutover.readers import flink as _this
+    from cutover.readers.kind import ReaderKind
+
+    _checked: ReaderKind = _this

@@ -1,16 +1,21 @@
-"""What every reader kind offers the rest of cutover: one module per kind (spark, streams, flink, connect),
-each checked against this protocol by mypy where readers.translate lists it. A new kind is its module and its
-entry in that table: the switch, plan check, status and `cutover readers` ask the kind, never its name."""
+"""What every reader kind offers the rest of cutover: one module per kind (spark, streams, flink, connect), each
+checked against this protocol by mypy at its own end. A new kind is its module and its entry in
+plan/reader_kinds.py's READER_KINDS (its module's name and its plan fields): the switch, plan check, status and
+`cutover readers` ask the kind (readers.translate.kind), never its name."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
-from cutover.readers.spark import Mode, Problem
+
+#: How a move runs: a dry run, written, or (Spark) as the starting offsets of a new query.
+Mode = Literal["dry-run", "execute", "starting-offsets"]
+#: What a move would refuse whatever the reader does: (reader, problem, fix).
+Problem = tuple[str, str, str]
 
 
 class ReaderKind(Protocol):

@@ -13,7 +13,7 @@ offsets/N+1 is exactly what it would write; any other uncommitted batch is refus
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from cutover.common import iso_z
 from cutover.errors import CutoverError, Refused, UsageError
@@ -23,10 +23,8 @@ from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal, store
 from cutover.readers import spark_checkpoint as sc
+from cutover.readers.kind import Mode, Problem
 from cutover.readers.mapping import Mapped, moved_pairs, positions_table, unselected_text
-
-Mode = Literal["dry-run", "execute", "starting-offsets"]
-Problem = tuple[str, str, str]
 
 
 def position(plan: Plan, r: Reader) -> tuple[dict[str, Any], list[Problem]]:
@@ -201,3 +199,10 @@ def moved_text(head: str, m: dict[str, Any]) -> str:
         lines.append(("finished an interrupted translation: " if m.get("resumed") else "wrote: ")
                      + (", ".join(m["written"]) or "nothing new"))
     return "\n".join(lines)
+
+
+if TYPE_CHECKING:  # mypy checks this module against the protocol of every reader kind (readers/kind.py)
+    from cutover.readers import spark as _this
+    from cutover.readers.kind import ReaderKind
+
+    _checked: ReaderKind = _this

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cutover.common import fsync_dir, iso_z, replace_file
 from cutover.errors import Refused, UsageError
@@ -27,8 +27,8 @@ from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
 from cutover.readers import journal
 from cutover.readers import streams_state as ss
+from cutover.readers.kind import Mode, Problem
 from cutover.readers.mapping import Mapped
-from cutover.readers.spark import Mode, Problem
 from cutover.readers.store import local
 
 
@@ -255,3 +255,10 @@ def moved_text(head: str, m: dict[str, Any]) -> str:
         lines.append(("finished an interrupted move: " if m.get("resumed") else "done: ")
                      + (", ".join(m["written"] + m["set_aside"]) or "nothing to change"))
     return "\n".join(lines)
+
+
+if TYPE_CHECKING:  # mypy checks this module against the protocol of every reader kind (readers/kind.py)
+    from cutover.readers import streams as _this
+    from cutover.readers.kind import ReaderKind
+
+    _checked: ReaderKind = _this

@@ -8,27 +8,26 @@ plan's journal folder (`readers.jsonl`, readers.journal).
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import Any, cast
 
 from cutover.errors import UsageError
 from cutover.kafka.clients import DEFAULT_TIMEOUT
 from cutover.mirror import state as st
 from cutover.plan import ClusterSide, Plan
 from cutover.plan.model import Reader
-from cutover.readers import connect, flink, journal, spark, streams
-from cutover.readers.kind import ReaderKind
-from cutover.readers.spark import Mode, Problem
+from cutover.plan.reader_kinds import READER_KINDS
+from cutover.readers import journal
+from cutover.readers.kind import Mode, Problem, ReaderKind
 
 __all__ = ["Mode", "kind", "move", "positions", "reader", "status"]
 
-#: Each kind's module, a ReaderKind (readers/kind.py).
-_KINDS: dict[str, ReaderKind] = {"spark-checkpoint": spark, "kafka-streams": streams, "flink": flink,
-                                 "connect": connect}
 
 
 def kind(name: str) -> ReaderKind:
-    """A reader kind's module (the plan's `kind:`)."""
-    return _KINDS[name]
+    """A reader kind's module (the plan's `kind:`), as plan/reader_kinds.py's table names it: a ReaderKind
+    (readers/kind.py; each kind's module checks itself against it for mypy)."""
+    return cast(ReaderKind, importlib.import_module(READER_KINDS[name].module))
 
 
 def reader(plan: Plan, name: str) -> Reader:
@@ -49,11 +48,11 @@ def positions(plan: Plan, reach: bool = True) -> tuple[list[dict[str, Any]], lis
     out: list[dict[str, Any]] = []
     problems: list[Problem] = []
     for r in plan.spec.readers:
-        if not reach and _KINDS[r.kind].on_server(r):
+        if not reach and kind(r.kind).on_server(r):
             out.append({"reader": r.name, "kind": r.kind, "location": r.checkpoint or r.old_url,
                         "not_read": "on a server: --offline connects to nothing"})
             continue
-        entry, found = _KINDS[r.kind].position(plan, r)
+        entry, found = kind(r.kind).position(plan, r)
         out.append(entry)
         problems += found
     return out, problems
@@ -62,14 +61,14 @@ def positions(plan: Plan, reach: bool = True) -> tuple[list[dict[str, Any]], lis
 def move(plan: Plan, r: Reader, direction: st.Direction, mode: Mode,
          timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Move one reader's positions (`mode` execute writes; dry-run and starting-offsets only say)."""
-    moved: dict[str, Any] = _KINDS[r.kind].move(plan, r, direction, mode, timeout)
+    moved: dict[str, Any] = kind(r.kind).move(plan, r, direction, mode, timeout)
     return moved
 
 
 def started(plan: Plan, r: Reader, side: ClusterSide, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any] | None:
     """After a reader's start hook: whether it resumed where it was moved to (connect: each source connector's
     offsets on the worker, through KIP-875); None for the kinds whose files are their proof."""
-    return _KINDS[r.kind].started(plan, r, side, timeout)
+    return kind(r.kind).started(plan, r, side, timeout)
 
 
 def status(plan: Plan) -> list[dict[str, Any]]:

@@ -1,10 +1,11 @@
-"""A reader kind is its module and its entries. A dummy kind, added to the two tables alone (plan/reader_kinds.py's
-READER_FIELDS and readers/translate.py's _KINDS), is checked by the plan, planned by the switch, said by its dry
-run, plan check, status and `cutover readers move`: nothing else names a kind. Then the behaviour every kind in
+"""A reader kind is its module and its entry. A dummy kind, added as one entry of plan/reader_kinds.py's
+READER_KINDS (its module by name), is checked by the plan, planned by the switch, said by its dry run, plan
+check, status and `cutover readers move`: nothing else names a kind. Then the behaviour every kind in
 the table shares, run for each (as pyiceberg's catalog tests run for each catalog)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,7 @@ from cutover.observe.probe import render_readers
 from cutover.plan import ClusterSide, Plan, load_plan, reader_kinds
 from cutover.plan.model import Reader
 from cutover.readers import translate
-from cutover.readers.kind import ReaderKind
-from cutover.readers.spark import Mode, Problem
+from cutover.readers.kind import Mode, Problem, ReaderKind
 from cutover.switch import effects, status, steps
 
 PLAN = """\
@@ -69,9 +69,11 @@ class Dummy:
 
 @pytest.fixture
 def dummy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dummy kind's one entry; its "module" is the object imported under its name."""
     kind: ReaderKind = Dummy()
-    monkeypatch.setitem(reader_kinds.READER_FIELDS, "dummy", ((), ("checkpoint",), {}))
-    monkeypatch.setitem(translate._KINDS, "dummy", kind)
+    monkeypatch.setitem(sys.modules, "tests_dummy_reader_kind", kind)  # type: ignore[arg-type]
+    monkeypatch.setitem(reader_kinds.READER_KINDS, "dummy",
+                        reader_kinds.KindEntry("tests_dummy_reader_kind", (), ("checkpoint",)))
 
 
 def _plan(tmp_path: Path, readers: str) -> Plan:
@@ -121,8 +123,14 @@ SAMPLES = {
 }
 
 
-def test_every_kind_has_its_plan_entry_and_its_module() -> None:
-    assert sorted(reader_kinds.READER_FIELDS) == sorted(translate._KINDS) == sorted(SAMPLES)
+def test_every_kind_in_the_table_is_a_module_with_the_whole_protocol() -> None:
+    assert sorted(reader_kinds.READER_KINDS) == sorted(SAMPLES)
+    members = [n for n in vars(ReaderKind) if not n.startswith("_")]
+    assert len(members) >= 11
+    for name, entry in reader_kinds.READER_KINDS.items():
+        module = translate.kind(name)
+        assert module.__name__ == entry.module  # type: ignore[attr-defined]
+        assert [m for m in members if not callable(getattr(module, m, None))] == [], name
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
