@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cutover.assess import facts, score
 from cutover.assess.facts import Unknown, attempt
@@ -21,6 +21,9 @@ from cutover.kafka import capabilities
 from cutover.kafka.clients import ClusterRef
 from cutover.output import progress
 from cutover.plan import ClusterSide, Plan
+
+if TYPE_CHECKING:
+    from cutover.readers.find import Finding as ReaderFinding
 
 T = TypeVar("T")
 SIDES: tuple[ClusterSide, ...] = ("old", "new")
@@ -74,7 +77,7 @@ class _OldCluster:
     topics: dict[str, facts.TopicFacts] | Unknown
     groups: list[facts.GroupFacts] | Unknown
     writers: Any
-    readers: list[dict[str, Any]] | Unknown
+    readers: list[ReaderFinding] | Unknown
     throughput: float | Unknown
 
 
@@ -106,10 +109,10 @@ def _writers(plan: Plan, counts: dict[str, int], timeout: float) -> Any:
                           timeout)
 
 
-def _readers(plan: Plan, timeout: float) -> list[dict[str, Any]]:
+def _readers(plan: Plan, timeout: float) -> list[ReaderFinding]:
     from cutover.readers.find import find
 
-    return list(find(plan, timeout)["findings"])
+    return list(find(plan, timeout).findings)
 
 
 def _side(plan: Plan, side: ClusterSide, reach: Future[Any], timeout: float) -> score.Side:

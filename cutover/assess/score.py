@@ -7,12 +7,15 @@ import dataclasses
 import math
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cutover.assess.facts import GroupFacts, TopicFacts, Unknown
 from cutover.assess.model import DRILLS, QUESTIONS, READINESS, Finding, Row, Verdict
 from cutover.kafka import capabilities
 from cutover.kafka.producers import Writers
+
+if TYPE_CHECKING:
+    from cutover.readers.find import Finding as ReaderFinding
 from cutover.plan import Plan
 
 
@@ -49,7 +52,7 @@ class Evidence:
     groups: list[GroupFacts] | Unknown
     writers: Writers | Unknown
     #: what `readers find` lists (readers without groups)
-    readers: list[dict[str, Any]] | Unknown
+    readers: list[ReaderFinding] | Unknown
     sides: dict[str, Side | Unknown]
     #: `rights audit`'s result (None: the plan has no rights section)
     rights: dict[str, Any] | Unknown | None
@@ -173,7 +176,7 @@ def _kafka_old(e: Evidence) -> Row:
                 "no such topic on the new cluster" for g, ts in wide.items())))
     if not isinstance(e.readers, Unknown) and e.readers:
         row.findings.append(Finding("risk", f"{len(e.readers)} reader(s) keep positions outside groups and are not "
-                                    "declared: " + "; ".join(f"{r['kind']} {r['name']}" for r in e.readers[:5])))
+                                    "declared: " + "; ".join(f"{r.kind} {r.name}" for r in e.readers[:5])))
     return row
 
 
@@ -443,7 +446,7 @@ def _offsets(e: Evidence) -> Row:
     if isinstance(e.readers, Unknown):
         _unknown(row, "readers find", e.readers)
     else:
-        row.evidence["undeclared_readers"] = e.readers
+        row.evidence["undeclared_readers"] = [r.as_dict() for r in e.readers]
         if e.readers:
             row.findings.append(Finding("risk", f"{len(e.readers)} reader(s) keep their own positions and are not "
                                         "declared under readers: a switch would leave them behind"))

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cutover.cli.options import output_option, plan_option, timeout_option
 from cutover.errors import ExitCode, UsageError
 from cutover.output import Format, emit
+
+if TYPE_CHECKING:
+    from cutover.readers.find import Found
 
 
 @click.group("readers")
@@ -25,14 +28,14 @@ def _render(r: dict[str, Any]) -> str:
     return translate.kind(r["kind"]).moved_text(head, r)
 
 
-def _render_found(r: dict[str, Any]) -> str:
-    head = (f"old cluster: {r['topics']} topics, {r['groups']} groups; readers the plan declares: "
-            f"{', '.join(r['declared']) or 'none'}")
-    if not r["findings"]:
+def _render_found(r: Found) -> str:
+    head = (f"old cluster: {r.topics} topics, {r.groups} groups; readers the plan declares: "
+            f"{', '.join(r.declared) or 'none'}")
+    if not r.findings:
         return head + "\nnothing suggests a reader that keeps its positions outside consumer groups"
     lines = [head]
-    for f in r["findings"]:
-        lines += [f"{f['kind']}: {f['name']}", f"  evidence: {f['evidence']}", f"  what to do: {f['what_to_do']}"]
+    for f in r.findings:
+        lines += [f"{f.kind}: {f.name}", f"  evidence: {f.evidence}", f"  what to do: {f.what_to_do}"]
     return "\n".join(lines)
 
 
@@ -52,7 +55,7 @@ def find_cmd(plan_file: str, fmt: Format, timeout: float) -> int:
 
     result = find.find(load_plan(plan_file), timeout)
     emit(result, fmt, _render_found)
-    return int(ExitCode.DIFFERENCES) if result["findings"] else 0
+    return int(ExitCode.DIFFERENCES) if result.findings else 0
 
 
 @readers_group.command("translate")

@@ -42,7 +42,22 @@ class Finding:
         return asdict(self)
 
 
-def find(plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Found:
+    """What `readers find` read of the old cluster and found there (`as_dict` at the JSON edge)."""
+
+    topics: int
+    groups: int
+    #: The readers the plan declares, by name.
+    declared: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"cluster": "old", "topics": self.topics, "groups": self.groups, "declared": list(self.declared),
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+def find(plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> Found:
     """Traces on the old cluster of readers outside groups, and the readers the plan declares."""
     ref = ClusterRef.of(plan, "old")
     topics = sorted(partition_counts(ref, timeout))
@@ -68,8 +83,7 @@ def find(plan: Plan, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
             found.append(Finding("uncommitted-group", g, f"group {g}: {infos[g].members} member(s) reading "
                                  f"{', '.join(missing)}, no commits on them",
                                  "find where this reader keeps its positions: the mirror moves only commits"))
-    return {"cluster": "old", "topics": len(topics), "groups": len(groups), "declared": declared,
-            "findings": [f.as_dict() for f in found]}
+    return Found(len(topics), len(groups), tuple(declared), tuple(found))
 
 
 def _streams(topics: list[str], groups: list[str], infos: dict[str, Any]) -> list[Finding]:
