@@ -157,9 +157,13 @@ JAR_SETS = {s.name: s for s in (KAFKA_BROKER, SPARK_EXTRAS, MIRROR_MAKER, KAFKA_
 
 
 def properties_text(props: Mapping[str, str]) -> str:
-    """A java.util.Properties file's text (values escaped: PEM contents span lines)."""
+    """A java.util.Properties file's text, each value read back by Java as written: backslashes, line breaks (PEM
+    contents span lines), and leading whitespace, which Java drops unless escaped (a password may start so)."""
     def escape(value: str) -> str:
-        return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        value = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        rest = value.lstrip(" \t\f")
+        lead = value[:len(value) - len(rest)]
+        return lead.replace(" ", "\\ ").replace("\t", "\\t").replace("\f", "\\f") + rest
 
     return "".join(f"{k}={escape(v)}\n" for k, v in props.items())
 

@@ -30,7 +30,7 @@ def run(program: Path, ref: ClusterRef, args: list[str], doing: str, timeout: fl
         config = Path(folder) / "client.properties"
         fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
-            out.writelines(f"{k}={escape(v)}\n" for k, v in props.items())
+            out.write(jvm.properties_text(props))
         cmd = [jvm.java(), "-Xmx256m", *jvm.LEAN, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                *jvm.program(program, jvm.resolve(jvm.KAFKA_BROKER)), str(config), *args]
         try:
@@ -51,9 +51,3 @@ def run(program: Path, ref: ClusterRef, args: list[str], doing: str, timeout: fl
                                      fix="check that the cluster is up and reachable, and its client properties")
         raise error
     return done.stdout
-
-
-def escape(value: str) -> str:
-    """A value as java.util.Properties reads it back (PEM text spans lines)."""
-    return (value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-            .replace("=", "\\=").replace(":", "\\:"))
