@@ -60,3 +60,18 @@ def test_the_peak_rss_counts_the_children_of_a_process() -> None:
         child.wait(30)
     assert peak.mb > 200, peak.mb
     assert tree_rss(os.getpid()) > 0 and tree_rss(child.pid) == 0  # a process that is gone holds nothing
+
+
+def test_a_goal_not_met_prints_its_profile_what_stands_in_the_way_and_what_was_tried() -> None:
+    bench = _bench()
+    run = bench.Run
+    results = [run("mirror_1024", 0.8, {}, 500.0, {"records": 1000}), run("mirror_100", 0.95, {}, 80.0, {}),
+               run("shadow_1kb", 0.65, {}, 900.0, {}), run("verify_diff_5000000", 1.9, {}, 1700.0, {})]
+    said = "\n".join(bench.standing(bench.summarize(results)))
+    assert "mirror_100" not in said  # met: nothing said
+    for key in ("mirror_1024", "shadow_1kb", "verify_diff_5000000"):
+        assert f"{key} (" in said and "not met: profile" in said.split(f"{key} (")[1].split("\n")[0]
+    assert "Tried:" in said and "In the way:" in said
+    goals = {m.key for m in bench.MEASURES if m.goal is not None} | set(bench.EXTRA)
+    assert sorted(k for k in goals - set(bench.STANDING) if not k.startswith(("freeze_", "verify_equal_"))) == [
+        "mirror_100", "mirror_65536"]  # met in the last whole run; the others have their profile
