@@ -281,21 +281,27 @@ def result(ref: ClusterRef, client: Any, future: concurrent.futures.Future[Any],
 
 
 def _decisive(ref: ClusterRef, lines: list[str]) -> bool:
-    """Whether the lines end a wait at once (`diagnose.decisive`), but refused credentials of a principal the
-    cluster let in before in this process: that is a broker restarting (a KRaft broker refuses SCRAM
-    credentials until it has read its metadata), named only if it lasts the whole wait."""
+    """Whether the lines end a wait at once (`diagnose.decisive`), but refused credentials or a TLS handshake
+    closed at a cluster that let this principal in before in this process, with the same settings: that is a
+    broker restarting (a KRaft broker refuses SCRAM credentials until it has read its metadata; one starting
+    or stopping closes TLS handshakes, which librdkafka takes for a plaintext listener), named only if it lasts
+    the whole wait."""
     from cutover.kafka import diagnose
 
     if not diagnose.decisive(lines, ref.properties):
         return False
     found = diagnose.explain(lines, ref.properties)
-    return not (found is not None and found.kind == "denied" and _principal(ref) in _ADMITTED)
+    restarting = (found is not None and found.kind == "denied") or any("SSL handshake failed" in t for t in lines)
+    return not (restarting and _principal(ref) in _ADMITTED)
 
 
 def _principal(ref: ClusterRef) -> tuple[str, str]:
+    """Who a client is at which cluster, and over what (a TLS client at a cluster let in over PLAINTEXT is
+    another client: its handshake's failure is the answer)."""
     from cutover.kafka import diagnose
 
-    return ref.properties.get("bootstrap.servers", ""), diagnose.who(ref.properties)
+    protocol = ref.properties.get("security.protocol", "PLAINTEXT").upper()
+    return ref.properties.get("bootstrap.servers", ""), f"{diagnose.who(ref.properties)} over {protocol}"
 
 
 def _worth_probing(lines: list[str], ref: ClusterRef, waited: float) -> bool:
